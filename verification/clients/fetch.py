@@ -1,0 +1,128 @@
+"""Fetching web pages for evidence, safely: server-side requests must not reach the server's
+own network (SSRF). The check runs on the socket actually connected, so it holds for every
+redirect hop and for DNS answers that change between lookup and connect."""
+
+import ipaddress
+import socket
+import time
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import NewConnectionError
+
+from verification.pipeline.types import FetchedDocument, StepError
+
+USER_AGENT = "Mozilla/5.0 (compatible; factsite/0.1; fact verification of AI-written text)"
+ACCEPTED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
+MAX_REDIRECTS = 5
+
+
+class PrivateAddressError(NewConnectionError):
+    def __init__(self, conn: object, message: str) -> None:
+        super().__init__(conn, message)
+        self.message = message
+
+
+def is_public_address(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+class _PublicOnlyMixin:
+    def _new_conn(self) -> socket.socket:
+        sock = super()._new_conn()  # type: ignore[misc]
+        peer = sock.getpeername()[0]
+        if not is_public_address(peer):
+            sock.close()
+            raise PrivateAddressError(
+                self, f"refused to fetch {self.host}: it resolves to a non-public address ({peer})"
+            )
+        return sock
+
+
+class _PublicHTTPConnection(_PublicOnlyMixin, HTTPConnection):
+    pass
+
+
+class _PublicHTTPSConnection(_PublicOnlyMixin, HTTPSConnection):
+    pass
+
+
+class _PublicHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _PublicHTTPConnection
+
+
+class _PublicHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _PublicHTTPSConnection
+
+
+class PublicOnlyAdapter(HTTPAdapter):
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _PublicHTTPPool, "https": _PublicHTTPSPool}
+
+
+class PageFetcher:
+    def __init__(self, *, timeout: float, max_bytes: int, allow_private: bool) -> None:
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.session = requests.Session()
+        # Environment proxies would make the peer check see the proxy, not the page's host.
+        self.session.trust_env = allow_private
+        self.session.max_redirects = MAX_REDIRECTS
+        adapter = HTTPAdapter(pool_maxsize=32) if allow_private else PublicOnlyAdapter(pool_maxsize=32)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+
+    def fetch(self, url: str) -> FetchedDocument:
+        try:
+            with self.session.get(
+                url,
+                stream=True,
+                timeout=self.timeout,
+                headers={"User-Agent": USER_AGENT, "Accept": "text/html,application/xhtml+xml,text/plain;q=0.8"},
+            ) as response:
+                return self._read(url, response)
+        except requests.exceptions.InvalidSchema as error:
+            raise StepError("only http and https pages are fetched") from error
+        except requests.exceptions.TooManyRedirects as error:
+            raise StepError(f"the page redirected more than {MAX_REDIRECTS} times") from error
+        except requests.exceptions.Timeout as error:
+            raise StepError(f"the page did not answer within {self.timeout:g} s") from error
+        except requests.exceptions.ConnectionError as error:
+            raise StepError(_connection_reason(error)) from error
+        except requests.RequestException as error:
+            raise StepError(f"the page could not be fetched ({type(error).__name__})") from error
+
+    def _read(self, url: str, response: requests.Response) -> FetchedDocument:
+        if response.status_code >= 400:
+            raise StepError(f"the page answered HTTP {response.status_code}")
+        content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if content_type and content_type not in ACCEPTED_TYPES:
+            raise StepError(f"not a web page ({content_type})")
+        charset = requests.utils.get_encoding_from_headers(response.headers)
+        if charset == "ISO-8859-1" and "charset" not in response.headers.get("Content-Type", "").lower():
+            charset = None  # requests' default for text/*, not something the server said
+        body = bytearray()
+        deadline = time.monotonic() + 3 * self.timeout
+        for chunk in response.iter_content(64 * 1024):
+            body += chunk
+            # Over the cap, keep the start: the main text of a page comes early.
+            if len(body) >= self.max_bytes:
+                del body[self.max_bytes :]
+                break
+            if time.monotonic() > deadline:
+                raise StepError("the page was too slow to download")
+        return FetchedDocument(url, response.url, content_type or "text/html", charset, bytes(body))
+
+
+def _connection_reason(error: requests.exceptions.ConnectionError) -> str:
+    # requests wraps urllib3's MaxRetryError, whose `reason` is the connection's own error.
+    reason = getattr(error.args[0], "reason", None) if error.args else None
+    if isinstance(reason, PrivateAddressError):
+        return reason.message
+    return "could not connect to the page's server"

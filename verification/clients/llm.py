@@ -1,0 +1,145 @@
+"""The language model, through the `openai` client, so any OpenAI-compatible server works
+(OpenAI, vLLM, Ollama, llama.cpp). Transient failures (429, 5xx, timeouts) are retried with
+backoff by the openai client itself; a malformed answer is asked for once more."""
+
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, TypeVar
+
+import openai
+
+from verification.pipeline.types import LLMUsage, MalformedAnswer, StepError
+
+T = TypeVar("T")
+
+# Servers that answered 400 to `response_format=json_schema`; asked in plain text from then on.
+_NO_STRUCTURED_OUTPUT: set[tuple[str, str]] = set()
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    name: str
+    base_url: str
+
+
+def parse_model_list(spec: str, default_base_url: str) -> list[ModelChoice]:
+    """`LLM_MODELS`: comma list, first is the default; `name=base_url` gives a model its own
+    server, e.g. `gpt-4o-mini,llama3.1:8b=http://localhost:11434/v1`."""
+    choices = []
+    for entry in spec.split(","):
+        name, _, base_url = entry.strip().partition("=")
+        if name.strip():
+            choices.append(ModelChoice(name.strip(), base_url.strip() or default_base_url))
+    return choices
+
+
+@lru_cache(maxsize=16)
+def _openai_client(base_url: str, api_key: str, timeout: float, max_retries: int) -> openai.OpenAI:
+    # One client per server and process: its HTTP connection pool is reused by every task.
+    return openai.OpenAI(
+        base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+    )
+
+
+class LLMClient:
+    """Implements the pipeline's `JsonLLM` for one model, counting calls and tokens."""
+
+    def __init__(
+        self, *, model: str, base_url: str, api_key: str, timeout: float, max_retries: int
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        # Local servers (Ollama, llama.cpp) take any key; openai refuses an empty one.
+        self._client = _openai_client(base_url, api_key or "unused", timeout, max_retries)
+        self.usage = LLMUsage()
+
+    def complete(
+        self, *, system: str, user: str, schema_name: str, schema: dict, parse: Callable[[Any], T]
+    ) -> T:
+        problem = ""
+        for _attempt in range(2):
+            text = self._ask(system, user, schema_name, schema)
+            try:
+                return parse(decode_answer(text))
+            except MalformedAnswer as error:
+                problem = str(error)
+        raise StepError(f"the model {self.model} gave a malformed answer twice ({problem})")
+
+    def _ask(self, system: str, user: str, schema_name: str, schema: dict) -> str:
+        structured = (self.base_url, self.model) not in _NO_STRUCTURED_OUTPUT
+        try:
+            return self._chat(system, user, schema_name, schema, structured)
+        except openai.BadRequestError as error:
+            if not structured:
+                raise StepError(describe_api_error(error, self.model, self.base_url)) from error
+        # A server without JSON-schema output: remember it and ask in plain text.
+        with _lock:
+            _NO_STRUCTURED_OUTPUT.add((self.base_url, self.model))
+        return self._ask(system, user, schema_name, schema)
+
+    def _chat(self, system: str, user: str, schema_name: str, schema: dict, structured: bool) -> str:
+        kwargs: dict[str, Any] = {}
+        if structured:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
+            }
+        else:
+            user = f"{user}\n\nAnswer with one JSON object only, matching this JSON schema:\n{json.dumps(schema)}"
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                temperature=0,
+                **kwargs,
+            )
+        except openai.BadRequestError:
+            raise
+        except openai.APIError as error:
+            raise StepError(describe_api_error(error, self.model, self.base_url)) from error
+        self.usage.calls += 1
+        if response.usage is not None:
+            self.usage.prompt_tokens += response.usage.prompt_tokens or 0
+            self.usage.completion_tokens += response.usage.completion_tokens or 0
+        if not response.choices or response.choices[0].message.content is None:
+            return ""
+        return response.choices[0].message.content
+
+
+def describe_api_error(error: openai.APIError, model: str, base_url: str) -> str:
+    if isinstance(error, openai.AuthenticationError):
+        return f"the LLM server refused the API key (HTTP 401): check OPENAI_API_KEY for {model}"
+    if isinstance(error, openai.NotFoundError):
+        return f"the LLM server at {base_url} does not know the model {model} (HTTP 404)"
+    if isinstance(error, openai.APIStatusError):
+        return f"the LLM server answered HTTP {error.status_code} for {model}, also after retries"
+    if isinstance(error, openai.APITimeoutError):
+        return f"the LLM server at {base_url} did not answer in time, also after retries"
+    if isinstance(error, openai.APIConnectionError):
+        return f"could not connect to the LLM server at {base_url}"
+    return f"the LLM call failed: {error}"
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+
+
+def decode_answer(text: str) -> Any:
+    """JSON from a model's answer: plain, inside a ``` fence, or the outermost {...} in prose.
+    Anything else comes back as the stripped text, for the steps' plain-text fallbacks."""
+    text = _FENCE.sub("", text.strip())
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    start, end = text.find("{"), text.rfind("}")
+    if start != -1 and end > start:
+        try:
+            return json.loads(text[start : end + 1])
+        except json.JSONDecodeError:
+            pass
+    return text

@@ -1,0 +1,84 @@
+"""The paste form and run settings, validated in one place for the web UI, the API and the CLI."""
+
+import unicodedata
+
+from django import forms
+from django.conf import settings
+
+from verification import providers
+
+DEFAULT_SETTINGS = {
+    "retrieval_mode": "dense",
+    "top_k_results": 5,
+    "top_k_passages": 3,
+    "context_size": 1,
+}
+RETRIEVAL_MODES = [
+    ("dense", "Dense: sentence embeddings (re-scoring BM25's shortlist)"),
+    ("sparse", "Sparse: BM25 keyword match"),
+]
+
+
+def looks_binary(text: str) -> bool:
+    """NUL bytes, or more than 5% control or undecodable characters: not text a person wrote."""
+    if "\x00" in text:
+        return True
+    odd = sum(
+        1 for ch in text if ch == "\ufffd" or (unicodedata.category(ch) in ("Cc", "Cs", "Co") and ch not in "\t\n\r")
+    )
+    return odd > 0.05 * len(text)
+
+
+class VerificationForm(forms.Form):
+    text = forms.CharField(
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 12, "placeholder": "Paste the text to verify"}),
+        error_messages={"required": "Paste some text to verify."},
+    )
+    model = forms.ChoiceField(required=False, label="Language model")
+    retrieval_mode = forms.ChoiceField(choices=RETRIEVAL_MODES, required=False)
+    top_k_results = forms.IntegerField(
+        required=False, min_value=1, max_value=10, label="Web results per claim",
+        help_text="How many search results to read for each claim (1–10).",
+    )
+    top_k_passages = forms.IntegerField(
+        required=False, min_value=1, max_value=10, label="Passages per page",
+        help_text="How many best-matching sentences to keep from each page (1–10).",
+    )
+    context_size = forms.IntegerField(
+        required=False, min_value=0, max_value=5, label="Context sentences",
+        help_text="Sentences kept before and after each match, so the judge sees context (0–5).",
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        names = providers.model_names()
+        self.fields["model"].choices = [(name, name) for name in names]
+        self.fields["model"].initial = names[0] if names else None
+        for name, value in DEFAULT_SETTINGS.items():
+            self.fields[name].initial = value
+
+    def clean_text(self) -> str:
+        text = self.cleaned_data["text"]
+        if not text.strip():
+            raise forms.ValidationError("The text is empty: paste some text to verify.")
+        if len(text) > settings.MAX_TEXT_CHARS:
+            raise forms.ValidationError(
+                f"The text is {len(text):,} characters long; the limit is {settings.MAX_TEXT_CHARS:,}. "
+                "Verify it in parts."
+            )
+        if looks_binary(text):
+            raise forms.ValidationError("This does not look like text (it contains binary or control characters).")
+        return text
+
+    def clean_model(self) -> str:
+        return self.cleaned_data["model"] or self.fields["model"].initial
+
+    def run_settings(self) -> dict:
+        """The validated settings, defaults filled in, as stored with the run."""
+        chosen = {name: self.cleaned_data.get(name) for name in DEFAULT_SETTINGS}
+        return {
+            "model": self.cleaned_data["model"],
+            **DEFAULT_SETTINGS,
+            **{name: value for name, value in chosen.items() if value not in (None, "")},
+        }

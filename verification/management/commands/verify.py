@@ -1,0 +1,124 @@
+"""`python manage.py verify --file PATH [--json OUT]`: one whole verification from the terminal,
+through the same path as the web app (Celery workers on Redis when REDIS_URL is set, the
+embedded worker otherwise)."""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from verification import providers, selectors, services, tasks
+from verification.forms import DEFAULT_SETTINGS, RETRIEVAL_MODES, VerificationForm
+from verification.models import FINISHED, Verification
+
+VERDICT_MARKS = {"supported": "✓", "not_supported": "✗", "irrelevant": "·"}
+
+
+class Command(BaseCommand):
+    help = "Verify a text (from --file or standard input) and print a summary."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--file", help="the text to verify (default: standard input)")
+        parser.add_argument("--json", dest="json_out", help="write the result JSON to this path")
+        parser.add_argument("--model", help="a model from LLM_MODELS (default: the first)")
+        parser.add_argument("--mode", choices=[m for m, _ in RETRIEVAL_MODES], help="passage retrieval mode")
+        parser.add_argument("--top-k-results", type=int, help=f"web results per claim (default {DEFAULT_SETTINGS['top_k_results']})")
+        parser.add_argument("--top-k-passages", type=int, help=f"passages per page (default {DEFAULT_SETTINGS['top_k_passages']})")
+        parser.add_argument("--context", type=int, help=f"context sentences around a match (default {DEFAULT_SETTINGS['context_size']})")
+        parser.add_argument("--timeout", type=float, default=900, help="give up waiting after this many seconds")
+
+    def handle(self, *args, **options) -> None:
+        text = self._read_text(options["file"])
+        form = VerificationForm(
+            data={
+                "text": text,
+                "model": options["model"] or "",
+                "retrieval_mode": options["mode"] or "",
+                "top_k_results": options["top_k_results"],
+                "top_k_passages": options["top_k_passages"],
+                "context_size": options["context"],
+            }
+        )
+        if not form.is_valid():
+            raise CommandError("\n".join(f"{field}: {' '.join(msgs)}" for field, msgs in form.errors.items()))
+        run_settings = form.run_settings()
+        problems = providers.configuration_problems(run_settings["model"])
+        if problems:
+            raise CommandError("\n".join(problems))
+        verification = services.verification_create(text=form.cleaned_data["text"], settings=run_settings)
+        tasks.enqueue_verification(verification)
+        self.stderr.write(f"verification {verification.pk} started")
+        verification = self._wait(verification, options["timeout"])
+        result = selectors.verification_result(verification)
+        if options["json_out"]:
+            Path(options["json_out"]).write_text(json.dumps(result, indent=2, ensure_ascii=False))
+        self.stdout.write(summary(result, verification))
+        if result["status"] != "done":
+            raise CommandError(f"the verification failed: {result['error']}")
+
+    def _read_text(self, path: str | None) -> str:
+        try:
+            raw = Path(path).read_bytes() if path else sys.stdin.buffer.read()
+        except OSError as error:
+            raise CommandError(f"cannot read {path}: {error.strerror}") from error
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise CommandError("the input is not UTF-8 text") from error
+
+    def _wait(self, verification: Verification, timeout: float) -> Verification:
+        deadline = time.monotonic() + timeout
+        last_line = ""
+        while True:
+            verification.refresh_from_db()
+            progress = selectors.verification_progress(verification)
+            line = progress_line(progress)
+            if line != last_line:
+                self.stderr.write(line)
+                last_line = line
+            if verification.status in FINISHED:
+                return verification
+            if time.monotonic() > deadline:
+                raise CommandError(f"still running after {timeout:g} s; the result will be at /v/{verification.pk}")
+            time.sleep(0.25)
+
+
+def progress_line(progress: dict) -> str:
+    return (
+        f"{progress['percent']:3d}%  sentences {progress['sentences']['decomposed']}/{progress['sentences']['total']}"
+        f"  claims searched {progress['claims']['searched']}/{progress['claims']['total']}"
+        f"  pages {progress['pages']['fetched'] + progress['pages']['failed']}/{progress['pages']['total']}"
+        f"  judgements {progress['judgements']['made']}/{progress['judgements']['total']}"
+    )
+
+
+def _percent(score: float | None) -> str:
+    return "  —  " if score is None else f"{score:4.0%} "
+
+
+def summary(result: dict, verification: Verification) -> str:
+    seconds = (verification.finished_at - verification.created_at).total_seconds()
+    lines = [
+        f"Verification {result['id']}: {result['status']} in {seconds:.1f} s",
+        f"Overall credibility {_percent(result['score']).strip()} "
+        f"({result['supported']} of {result['total']} relevant evidence supported)",
+        "",
+    ]
+    for sentence in result["sentences"]:
+        lines.append(f"[{sentence['band']:>6} {_percent(sentence['score'])}] S{sentence['index'] + 1}: {sentence['text']}")
+        if sentence["error"]:
+            lines.append(f"    ({sentence['error']})")
+        for claim in sentence["claims"]:
+            marks = " ".join(VERDICT_MARKS.get(e["verdict"] or "", "?") for e in claim["evidence"])
+            lines.append(f"    - {claim['text']}  {marks}")
+            if claim["error"]:
+                lines.append(f"      ({claim['error']})")
+    usage = result["usage"]
+    lines += [
+        "",
+        f"LLM calls {usage['llm_calls']} ({usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
+        f"completion tokens), web searches {usage['searches']}",
+    ]
+    return "\n".join(lines)

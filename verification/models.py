@@ -1,0 +1,166 @@
+"""Every node of a verification is a row with a status, so progress is a COUNT, a redelivered
+task finds its row already finished, and failed rows count as finished (a run always ends)."""
+
+import uuid
+
+from django.db import models
+
+
+
+class Status(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+FINISHED = (Status.DONE, Status.FAILED)
+
+
+class ClaimStatus(models.TextChoices):
+    PENDING = "pending"
+    SEARCHING = "searching"
+    READING = "reading", "reading pages"
+    JUDGING = "judging"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class SourceType(models.TextChoices):
+    # The same values as the pipeline's SourceType (a test keeps them in step).
+    NEWS = "news"
+    BLOG = "blog"
+    WIKI = "wiki"
+    SOCIAL_MEDIA = "social_media", "social media"
+    SCIENTIFIC_MEDICAL_ARTICLE = "scientific_medical_article", "scientific/medical article"
+    GOVERNMENT_WEBSITE = "government_website", "government website"
+    OTHER = "other"
+
+
+class Verdict(models.TextChoices):
+    SUPPORTED = "supported"
+    NOT_SUPPORTED = "not_supported", "not supported"
+    IRRELEVANT = "irrelevant"
+
+
+class Verification(models.Model):
+    # uuid4: 122 random bits, so a permalink cannot be guessed from another one.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    text = models.TextField()
+    settings = models.JSONField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True)
+    edited_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    llm_calls = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    searches = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"verification {self.id} ({self.status})"
+
+
+class Sentence(models.Model):
+    verification = models.ForeignKey(Verification, on_delete=models.CASCADE, related_name="sentences")
+    index = models.PositiveIntegerField()
+    text = models.TextField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    paragraph_index = models.PositiveIntegerField()
+    context = models.JSONField()
+    position_in_context = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["index"]
+        constraints = [models.UniqueConstraint(fields=["verification", "index"], name="sentence_unique_index")]
+
+    def __str__(self) -> str:
+        return f"S{self.index}: {self.text[:60]}"
+
+
+class Claim(models.Model):
+    sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="claims")
+    index = models.PositiveIntegerField()
+    text = models.TextField()
+    query = models.TextField()
+    status = models.CharField(max_length=16, choices=ClaimStatus.choices, default=ClaimStatus.PENDING)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["sentence_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["sentence", "index"], name="claim_unique_index")]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+
+class Source(models.Model):
+    """One web page per run, however many claims cite it: it is fetched once."""
+
+    verification = models.ForeignKey(Verification, on_delete=models.CASCADE, related_name="sources")
+    url = models.TextField()
+    final_url = models.TextField(blank=True)
+    host = models.CharField(max_length=255)
+    title = models.TextField(blank=True)
+    source_type = models.CharField(max_length=32, choices=SourceType.choices, blank=True)
+    type_decided_by = models.CharField(max_length=16, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True)
+    sentences = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["verification", "url"], name="source_unique_url")]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class SearchResult(models.Model):
+    """A claim's search hit: which page, at which rank, and whether its passages are chosen."""
+
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="search_results")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="search_results")
+    rank = models.PositiveIntegerField()
+    snippet = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+
+    class Meta:
+        ordering = ["rank"]
+        constraints = [models.UniqueConstraint(fields=["claim", "source"], name="result_unique_source")]
+
+
+class Evidence(models.Model):
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="evidence")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="evidence")
+    index = models.PositiveIntegerField()
+    passage = models.TextField()
+    highlights = models.JSONField(default=list)
+    relevance = models.FloatField()
+    verdict = models.CharField(max_length=16, choices=Verdict.choices, blank=True)
+    rationale = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["claim_id", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["claim", "source", "index"], name="evidence_unique_passage")
+        ]
+
+
+class HostCategory(models.Model):
+    """The LLM's source type for a host the rule table does not know, kept across runs."""
+
+    host = models.CharField(max_length=255, unique=True)
+    source_type = models.CharField(max_length=32, choices=SourceType.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.host}: {self.source_type}"

@@ -1,0 +1,110 @@
+"""A source's host → its type (news, blog, wiki, …): a curated rule table first; the LLM is
+asked only about hosts the table does not know (callers cache its answer per host)."""
+
+from typing import Any
+
+from .types import JsonLLM, MalformedAnswer, SourceType
+
+T = SourceType
+# Registrable domains (or suffixes) → type. Matched on the host and each parent domain, so
+# "en.m.wikipedia.org" finds "wikipedia.org" and "cdc.gov" finds ".gov".
+DOMAIN_RULES: dict[str, SourceType] = {
+    **dict.fromkeys(
+        "wikipedia.org wikimedia.org wiktionary.org wikidata.org fandom.com wikihow.com "
+        "britannica.com scholarpedia.org wikivoyage.org".split(),
+        T.WIKI,
+    ),
+    **dict.fromkeys(
+        "twitter.com x.com facebook.com instagram.com reddit.com tiktok.com youtube.com "
+        "youtu.be linkedin.com quora.com pinterest.com threads.net bsky.app mastodon.social "
+        "tumblr.com stackexchange.com stackoverflow.com t.me vk.com weibo.com".split(),
+        T.SOCIAL_MEDIA,
+    ),
+    **dict.fromkeys(
+        "ncbi.nlm.nih.gov pubmed.ncbi.nlm.nih.gov nature.com science.org sciencedirect.com "
+        "springer.com link.springer.com wiley.com onlinelibrary.wiley.com thelancet.com "
+        "nejm.org bmj.com jamanetwork.com plos.org journals.plos.org cell.com arxiv.org "
+        "biorxiv.org medrxiv.org frontiersin.org mdpi.com tandfonline.com sagepub.com "
+        "oup.com academic.oup.com cochranelibrary.com cochrane.org pnas.org acs.org ieee.org "
+        "ieeexplore.ieee.org acm.org dl.acm.org researchgate.net semanticscholar.org "
+        "jstor.org hindawi.com elifesciences.org annualreviews.org aps.org iop.org "
+        "mayoclinic.org clevelandclinic.org hopkinsmedicine.org webmd.com healthline.com "
+        "medlineplus.gov uptodate.com".split(),
+        T.SCIENTIFIC_MEDICAL_ARTICLE,
+    ),
+    **dict.fromkeys(
+        "reuters.com apnews.com bbc.com bbc.co.uk cnn.com nytimes.com washingtonpost.com "
+        "theguardian.com wsj.com bloomberg.com ft.com economist.com npr.org cbsnews.com "
+        "nbcnews.com abcnews.go.com foxnews.com usatoday.com latimes.com time.com "
+        "newsweek.com forbes.com cnbc.com politico.com axios.com aljazeera.com dw.com "
+        "france24.com lemonde.fr spiegel.de theatlantic.com vox.com independent.co.uk "
+        "telegraph.co.uk thetimes.co.uk news.yahoo.com huffpost.com businessinsider.com "
+        "theverge.com wired.com arstechnica.com techcrunch.com scientificamerican.com "
+        "newscientist.com nationalgeographic.com smithsonianmag.com sciencedaily.com "
+        "statnews.com abc.net.au cbc.ca".split(),
+        T.NEWS,
+    ),
+    **dict.fromkeys(
+        "medium.com substack.com blogspot.com wordpress.com tumblr.blog ghost.io "
+        "hashnode.dev dev.to blogger.com wixsite.com squarespace.com".split(),
+        T.BLOG,
+    ),
+    **dict.fromkeys(
+        ".gov .mil .gov.uk .gov.au .gc.ca .gouv.fr .bund.de .europa.eu who.int un.org "
+        "worldbank.org imf.org oecd.org nhs.uk nih.gov cdc.gov fda.gov .gob.mx .gov.in "
+        ".go.jp .govt.nz".split(),
+        T.GOVERNMENT_WEBSITE,
+    ),
+}
+# Hostname labels that name a blog or news site wherever it is hosted.
+_LABEL_HINTS = {"blog": T.BLOG, "blogs": T.BLOG, "news": T.NEWS, "wiki": T.WIKI}
+
+SYSTEM_PROMPT = """You classify websites by their host name for a fact-checking tool.
+Categories: news (newspapers, broadcasters, news agencies, magazines), blog (personal or company
+blogs, opinion newsletters), wiki (encyclopedias and wikis), social_media (social networks,
+forums, video platforms, Q&A sites), scientific_medical_article (journals, preprint servers,
+medical references), government_website (governments, their agencies, intergovernmental bodies),
+other (shops, company pages, anything else). Answer with JSON: {"source_type": "<category>"}."""
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"source_type": {"type": "string", "enum": [t.value for t in SourceType]}},
+    "required": ["source_type"],
+    "additionalProperties": False,
+}
+
+
+def categorize_by_rules(host: str) -> SourceType | None:
+    host = host.lower().rstrip(".").removeprefix("www.")
+    labels = host.split(".")
+    # Longest suffix first, so "pubmed.ncbi.nlm.nih.gov" is an article, not ".gov".
+    for i in range(len(labels)):
+        domain = ".".join(labels[i:])
+        rule = DOMAIN_RULES.get(domain) or DOMAIN_RULES.get("." + domain)
+        if rule:
+            return rule
+    for label in labels[:-1]:
+        if label in _LABEL_HINTS:
+            return _LABEL_HINTS[label]
+    return None
+
+
+def categorize_with_llm(llm: JsonLLM, host: str, title: str = "") -> SourceType:
+    user = f"Host: {host}" + (f"\nA page title on it: {title[:200]}" if title else "")
+    return llm.complete(
+        system=SYSTEM_PROMPT, user=user, schema_name="source_type", schema=SCHEMA, parse=parse_source_type
+    )
+
+
+def parse_source_type(answer: Any) -> SourceType:
+    value = answer.get("source_type") if isinstance(answer, dict) else answer
+    if not isinstance(value, str):
+        raise MalformedAnswer("expected {'source_type': ...}")
+    normalized = value.strip().lower().replace("/", "_").replace(" ", "_").replace("-", "_")
+    for source_type in SourceType:
+        if source_type.value == normalized or normalized.startswith(source_type.value):
+            return source_type
+    for source_type in SourceType:  # prose fallback: the first category named in the answer
+        if source_type.value in normalized:
+            return source_type
+    raise MalformedAnswer(f"not a category: {value[:60]!r}")

@@ -1,0 +1,118 @@
+"""A page's text + a claim → the passages most likely to confirm or refute it.
+
+Sentences are ranked against the claim, the top K are kept with ±M sentences of context, and
+overlapping windows are merged into one passage. Sparse mode is BM25. Dense mode re-scores
+BM25's shortlist with sentence embeddings and blends the two (min-max normalised, half each):
+measured on real pages that matches embedding every sentence in quality at a fraction of the
+CPU, and beats either signal alone (see ENVIRONMENT.md, passage selection)."""
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+from nltk.tokenize import wordpunct_tokenize
+from rank_bm25 import BM25Okapi
+
+from .segment import split_sentences
+from .types import Embedder, Passage
+
+DENSE_SHORTLIST = 30
+DENSE_WEIGHT = 0.5
+MAX_PAGE_SENTENCES = 3000
+
+# A small English stopword list kept here because NLTK's corpus needs a download.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    out over own same she should so some such than that the their theirs them themselves then
+    there these they this those through to too under until up very was we were what when where
+    which while who whom why will with would you your yours yourself""".split()
+)
+_WORD = re.compile(r"\w")
+
+
+def page_sentences(text: str) -> list[str]:
+    """The page's sentences, line by line (extraction puts each block on its own line)."""
+    sentences = [span.text for span in split_sentences(text)]
+    return sentences[:MAX_PAGE_SENTENCES]
+
+
+def tokenize(text: str) -> list[str]:
+    return [
+        token
+        for token in wordpunct_tokenize(text.lower())
+        if _WORD.search(token) and token not in STOPWORDS
+    ]
+
+
+def select_passages(
+    claim: str,
+    sentences: Sequence[str],
+    *,
+    top_k: int,
+    context: int,
+    embedder: Embedder | None = None,
+) -> list[Passage]:
+    """Up to `top_k` best sentences, each with `context` sentences either side, overlapping
+    windows merged; passages best first. `embedder` switches on dense re-scoring."""
+    if not sentences:
+        return []
+    scores = rank_sentences(claim, sentences, embedder)
+    best = [i for i in np.argsort(-scores, kind="stable")[:top_k] if scores[i] > 0]
+    windows = merge_windows(best, context, len(sentences))
+    passages = [_passage(sentences, window, best, scores) for window in windows]
+    return sorted(passages, key=lambda passage: -passage.score)
+
+
+def rank_sentences(claim: str, sentences: Sequence[str], embedder: Embedder | None) -> np.ndarray:
+    query = tokenize(claim)
+    corpus = [tokenize(s) or ["\0"] for s in sentences]
+    sparse = np.asarray(BM25Okapi(corpus).get_scores(query), dtype=float) if query else np.zeros(len(sentences))
+    sparse = np.clip(sparse, 0, None)
+    if embedder is None:
+        return sparse
+    shortlist = np.argsort(-sparse, kind="stable")[:DENSE_SHORTLIST]
+    vectors = embedder.encode([claim] + [sentences[i] for i in shortlist])
+    dense = np.clip(vectors[1:] @ vectors[0], 0, None)
+    blended = np.zeros(len(sentences))
+    blended[shortlist] = (1 - DENSE_WEIGHT) * _min_max(sparse[shortlist]) + DENSE_WEIGHT * _min_max(dense)
+    # A sentence with no shared word and no semantic similarity is not evidence.
+    blended[shortlist] = np.where((sparse[shortlist] > 0) | (dense > 0.2), blended[shortlist], 0)
+    return blended
+
+
+def _min_max(values: np.ndarray) -> np.ndarray:
+    low, high = float(values.min()), float(values.max())
+    if high - low < 1e-12:
+        return np.ones_like(values) if high > 0 else np.zeros_like(values)
+    return (values - low) / (high - low)
+
+
+def merge_windows(indices: Sequence[int], context: int, count: int) -> list[tuple[int, int]]:
+    """Windows [i-context, i+context] (inclusive, clipped), overlapping or touching ones merged,
+    in page order."""
+    windows: list[tuple[int, int]] = []
+    for i in sorted(indices):
+        start, end = max(0, i - context), min(count - 1, i + context)
+        if windows and start <= windows[-1][1] + 1:
+            windows[-1] = (windows[-1][0], max(windows[-1][1], end))
+        else:
+            windows.append((start, end))
+    return windows
+
+
+def _passage(
+    sentences: Sequence[str], window: tuple[int, int], best: list[int], scores: np.ndarray
+) -> Passage:
+    parts, highlights, position = [], [], 0
+    for i in range(window[0], window[1] + 1):
+        if parts:
+            position += 1
+        if i in best:
+            highlights.append((position, position + len(sentences[i])))
+        parts.append(sentences[i])
+        position += len(sentences[i])
+    matched = [float(scores[i]) for i in best if window[0] <= i <= window[1]]
+    return Passage(text=" ".join(parts), highlights=tuple(highlights), score=max(matched))

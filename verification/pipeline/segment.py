@@ -1,0 +1,152 @@
+"""Text → paragraphs → sentences with character offsets into the original text.
+
+Deterministic with no downloaded data: NLTK's Punkt tokenizer gets its abbreviation list from
+this module instead of the punkt model (which cannot be downloaded everywhere), so every machine
+splits the same way. LLM answers glue sentences ("accuracy.I hope") and use lists, so newlines
+always split, glued sentences are split, and a bare list marker stays with the text after it."""
+
+import re
+from collections.abc import Iterator
+
+from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+from .types import SegmentedSentence, Span
+
+# Lowercase, without the final period, as Punkt stores them.
+ABBREVIATIONS = frozenset(
+    """
+    dr mr mrs ms prof sr jr st mt ft gen col lt sgt capt cmdr adm gov sen rep pres rev hon
+    inc ltd co corp llc bros dept univ assn est approx appt apt ave blvd rd no nos vol vols
+    ch chap sec fig figs eq eqs ref refs ed eds al etc vs cf viz ca ph pp p para
+    jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun
+    u.s u.s.a u.k u.n e.u e.g i.e a.m p.m b.c a.d ph.d m.d b.a m.a b.sc m.sc d.c n.y l.a
+    mg kg km cm mm ml oz lb lbs hr hrs min sec yr yrs
+    """.split()
+)
+
+# Paragraph chunks handed to the LLM as context stay under this many characters.
+CONTEXT_BUDGET_CHARS = 3000
+# A "sentence" longer than this (a wall of text with no punctuation) is cut at a space.
+MAX_SENTENCE_CHARS = 1500
+
+_GLUED = re.compile(r"(?<=[a-z0-9][.!?])(?=[A-Z])")
+_WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$")
+_LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+]|#{1,6})\s*$")
+
+
+def _punkt() -> PunktSentenceTokenizer:
+    params = PunktParameters()
+    params.abbrev_types = set(ABBREVIATIONS)
+    return PunktSentenceTokenizer(params)
+
+
+_TOKENIZER = _punkt()
+
+
+def split_sentences(text: str, offset: int = 0) -> list[Span]:
+    """Sentences of one paragraph (or any text), as spans into the text they came from."""
+    spans: list[Span] = []
+    for line_start, line in _lines(text):
+        for start, end in _TOKENIZER.span_tokenize(line):
+            for piece_start, piece_end in _split_glued(line, start, end):
+                spans.extend(_cut_long(line, piece_start, piece_end, offset + line_start))
+    return _merge_list_markers(spans, text, offset)
+
+
+def segment(text: str) -> list[SegmentedSentence]:
+    sentences: list[SegmentedSentence] = []
+    for paragraph_index, (para_start, paragraph) in enumerate(_paragraphs(text)):
+        spans = [s for s in split_sentences(paragraph, para_start) if _has_words(s.text)]
+        for chunk in _chunks(spans):
+            context = tuple(s.text for s in chunk)
+            for position, span in enumerate(chunk):
+                sentences.append(
+                    SegmentedSentence(
+                        index=len(sentences),
+                        text=span.text,
+                        start=span.start,
+                        end=span.end,
+                        paragraph_index=paragraph_index,
+                        context=context,
+                        position_in_context=position,
+                    )
+                )
+    return sentences
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    position = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.rstrip("\r\n")
+        if stripped.strip():
+            yield position, stripped
+        position += len(line)
+
+
+def _paragraphs(text: str) -> Iterator[tuple[int, str]]:
+    """Blocks separated by blank lines, with their offsets."""
+    for match in re.finditer(r"\S(?:.*?\S)?(?=\n[ \t]*\n|\s*$)", text, flags=re.DOTALL):
+        yield match.start(), match.group()
+
+
+def _split_glued(line: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    cut = start
+    for match in _GLUED.finditer(line, start, end):
+        word = _WORD_BEFORE.search(line, cut, match.start())
+        if word and word.group(1).lower() in ABBREVIATIONS:
+            continue
+        yield cut, match.start()
+        cut = match.start()
+    yield cut, end
+
+
+def _cut_long(line: str, start: int, end: int, offset: int) -> Iterator[Span]:
+    while end - start > MAX_SENTENCE_CHARS:
+        space = line.rfind(" ", start, start + MAX_SENTENCE_CHARS)
+        cut = space if space > start else start + MAX_SENTENCE_CHARS
+        yield _span(line, start, cut, offset)
+        start = cut
+    yield _span(line, start, end, offset)
+
+
+def _span(line: str, start: int, end: int, offset: int) -> Span:
+    piece = line[start:end]
+    lead = len(piece) - len(piece.lstrip())
+    piece = piece.strip()
+    return Span(piece, offset + start + lead, offset + start + lead + len(piece))
+
+
+def _merge_list_markers(spans: list[Span], text: str, offset: int) -> list[Span]:
+    """'1.' split off by Punkt belongs to the sentence after it on the same line."""
+    merged: list[Span] = []
+    pending: Span | None = None
+    for span in spans:
+        if pending is not None and "\n" not in text[pending.end - offset : span.start - offset]:
+            span = Span(text[pending.start - offset : span.end - offset], pending.start, span.end)
+        elif pending is not None:
+            merged.append(pending)
+        pending = None
+        if _LIST_MARKER.match(span.text):
+            pending = span
+        else:
+            merged.append(span)
+    if pending is not None:
+        merged.append(pending)
+    return [s for s in merged if s.text]
+
+
+def _has_words(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)
+
+
+def _chunks(spans: list[Span]) -> Iterator[list[Span]]:
+    chunk: list[Span] = []
+    size = 0
+    for span in spans:
+        if chunk and size + len(span.text) > CONTEXT_BUDGET_CHARS:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(span)
+        size += len(span.text) + 1
+    if chunk:
+        yield chunk

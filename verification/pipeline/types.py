@@ -1,0 +1,138 @@
+"""Plain data passed between pipeline steps. No Django here: steps are testable alone."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class StepError(Exception):
+    """An outside failure a person can read: the item that hit it is marked failed with
+    `str(error)` as its reason and the run goes on."""
+
+
+class SourceType(StrEnum):
+    NEWS = "news"
+    BLOG = "blog"
+    WIKI = "wiki"
+    SOCIAL_MEDIA = "social_media"
+    SCIENTIFIC_MEDICAL_ARTICLE = "scientific_medical_article"
+    GOVERNMENT_WEBSITE = "government_website"
+    OTHER = "other"
+
+
+class Verdict(StrEnum):
+    SUPPORTED = "supported"
+    NOT_SUPPORTED = "not_supported"
+    IRRELEVANT = "irrelevant"
+
+
+@dataclass(frozen=True)
+class Span:
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class SegmentedSentence:
+    index: int
+    text: str
+    start: int
+    end: int
+    paragraph_index: int
+    # The sentences of the paragraph chunk this sentence belongs to: the context the LLM
+    # sees when it decomposes the sentence. Long paragraphs are chunked to a prompt budget.
+    context: tuple[str, ...]
+    position_in_context: int
+
+
+@dataclass(frozen=True)
+class ClaimDraft:
+    text: str
+    query: str
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    url: str
+    title: str
+    snippet: str
+    rank: int
+
+
+@dataclass(frozen=True)
+class Page:
+    url: str
+    final_url: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Passage:
+    text: str
+    # Character spans inside `text` of the sentences that matched the claim best: the UI
+    # highlights them, the rest of the passage is context.
+    highlights: tuple[tuple[int, int], ...]
+    score: float
+
+
+@dataclass(frozen=True)
+class EvidenceToJudge:
+    key: str
+    source_title: str
+    passage: str
+
+
+@dataclass(frozen=True)
+class Judgement:
+    key: str
+    verdict: Verdict | None
+    rationale: str
+    error: str = ""
+
+
+@dataclass
+class LLMUsage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class MalformedAnswer(ValueError):
+    """The model's answer does not have the shape a step asked for."""
+
+
+class JsonLLM(Protocol):
+    """What a step needs from a language model: one JSON answer, parsed by the step's own
+    pure `parse` function (which raises MalformedAnswer to get one more try)."""
+
+    def complete(
+        self, *, system: str, user: str, schema_name: str, schema: dict, parse: Callable[[Any], T]
+    ) -> T: ...
+
+
+class SearchProvider(Protocol):
+    def search(self, query: str, num: int) -> list[SearchHit]: ...
+
+
+@dataclass(frozen=True)
+class FetchedDocument:
+    url: str
+    final_url: str
+    content_type: str
+    charset: str | None
+    body: bytes
+
+
+class Fetcher(Protocol):
+    def fetch(self, url: str) -> FetchedDocument: ...
+
+
+class Embedder(Protocol):
+    def encode(self, texts: list[str]) -> Any:
+        """Unit-length vectors, one row per text (a numpy array)."""
+        ...

@@ -1,0 +1,250 @@
+"""Every database write. Status changes are conditional UPDATEs (`…WHERE status = expected`):
+the one caller that wins a transition does the follow-up work, so joins need no locks and a
+redelivered task cannot do anything twice."""
+
+from collections.abc import Iterable, Sequence
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from verification.models import (
+    FINISHED,
+    Claim,
+    ClaimStatus,
+    Evidence,
+    HostCategory,
+    SearchResult,
+    Sentence,
+    Source,
+    Status,
+    Verification,
+)
+from verification.pipeline.types import (
+    ClaimDraft,
+    Judgement,
+    LLMUsage,
+    Page,
+    Passage,
+    SearchHit,
+    SegmentedSentence,
+)
+
+
+def _transition(queryset, *, to: str, **changes) -> bool:
+    return queryset.update(status=to, **changes) == 1
+
+
+def verification_create(*, text: str, settings: dict, edited_from: Verification | None = None) -> Verification:
+    return Verification.objects.create(text=text, settings=settings, edited_from=edited_from)
+
+
+def verification_begin(verification: Verification) -> bool:
+    return _transition(Verification.objects.filter(pk=verification.pk, status=Status.PENDING), to=Status.RUNNING)
+
+
+def verification_fail(verification_id, *, reason: str) -> None:
+    Verification.objects.filter(pk=verification_id).exclude(status__in=FINISHED).update(
+        status=Status.FAILED, error=reason, finished_at=timezone.now()
+    )
+
+
+def verifications_interrupt(*, reason: str, keep) -> int:
+    """Runs left unfinished by a process that died with its in-memory queue."""
+    return Verification.objects.exclude(status__in=FINISHED).exclude(pk=keep).update(
+        status=Status.FAILED, error=reason, finished_at=timezone.now()
+    )
+
+
+def usage_add(verification_id, *, usage: LLMUsage | None = None, searches: int = 0) -> None:
+    changes = {}
+    if usage and usage.calls:
+        changes.update(
+            llm_calls=F("llm_calls") + usage.calls,
+            prompt_tokens=F("prompt_tokens") + usage.prompt_tokens,
+            completion_tokens=F("completion_tokens") + usage.completion_tokens,
+        )
+    if searches:
+        changes["searches"] = F("searches") + searches
+    if changes:
+        Verification.objects.filter(pk=verification_id).update(**changes)
+
+
+def sentences_save(*, verification: Verification, segments: Sequence[SegmentedSentence]) -> list[Sentence]:
+    Sentence.objects.bulk_create(
+        [
+            Sentence(
+                verification=verification,
+                index=s.index,
+                text=s.text,
+                start=s.start,
+                end=s.end,
+                paragraph_index=s.paragraph_index,
+                context=list(s.context),
+                position_in_context=s.position_in_context,
+            )
+            for s in segments
+        ],
+        ignore_conflicts=True,  # a redelivered start task finds them already there
+    )
+    return list(verification.sentences.all())
+
+
+def sentence_begin(sentence: Sentence) -> bool:
+    """False when the sentence already finished (a redelivered task)."""
+    return Sentence.objects.filter(pk=sentence.pk).exclude(status__in=FINISHED).update(status=Status.RUNNING) == 1
+
+
+def sentence_fail(sentence_id: int, *, reason: str) -> None:
+    Sentence.objects.filter(pk=sentence_id).exclude(status__in=FINISHED).update(status=Status.FAILED, error=reason)
+
+
+def claims_save(*, sentence: Sentence, drafts: Sequence[ClaimDraft]) -> list[Claim]:
+    Claim.objects.bulk_create(
+        [Claim(sentence=sentence, index=i, text=d.text, query=d.query) for i, d in enumerate(drafts)],
+        ignore_conflicts=True,
+    )
+    return list(sentence.claims.all())
+
+
+def claim_begin_search(claim: Claim) -> bool:
+    return Claim.objects.filter(pk=claim.pk, status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING]).update(
+        status=ClaimStatus.SEARCHING
+    ) == 1
+
+
+def claim_fail(claim_id: int, *, reason: str) -> None:
+    Claim.objects.filter(pk=claim_id).exclude(status__in=[ClaimStatus.DONE, ClaimStatus.FAILED]).update(
+        status=ClaimStatus.FAILED, error=reason
+    )
+
+
+@transaction.atomic
+def search_results_save(*, claim: Claim, hits: Sequence[SearchHit], host_of) -> list[Source]:
+    """One Source per URL per run (shared by every claim that finds it) and one SearchResult
+    per hit; the claim then waits for its pages. Returns the sources this call created: the
+    caller fetches those, the others are already someone's job."""
+    verification_id = claim.sentence.verification_id
+    created_sources = []
+    for hit in hits:
+        source, created = Source.objects.get_or_create(
+            verification_id=verification_id, url=hit.url, defaults={"host": host_of(hit.url), "title": hit.title}
+        )
+        SearchResult.objects.get_or_create(claim=claim, source=source, defaults={"rank": hit.rank, "snippet": hit.snippet})
+        if created:
+            created_sources.append(source)
+    Claim.objects.filter(pk=claim.pk, status=ClaimStatus.SEARCHING).update(status=ClaimStatus.READING)
+    return created_sources
+
+
+def source_type_set(source: Source, *, source_type: str, decided_by: str) -> None:
+    Source.objects.filter(pk=source.pk, source_type="").update(source_type=source_type, type_decided_by=decided_by)
+
+
+def host_category_get(host: str) -> str | None:
+    return HostCategory.objects.filter(host=host).values_list("source_type", flat=True).first()
+
+
+def host_category_save(*, host: str, source_type: str) -> None:
+    HostCategory.objects.update_or_create(host=host, defaults={"source_type": source_type})
+
+
+def source_begin(source: Source) -> bool:
+    """False when the page was already fetched; a redelivered fetch of an unfinished one runs again."""
+    return Source.objects.filter(pk=source.pk).exclude(status__in=FINISHED).update(status=Status.RUNNING) == 1
+
+
+def source_fetched(source: Source, *, page: Page, sentences: list[str]) -> None:
+    Source.objects.filter(pk=source.pk).update(
+        status=Status.DONE, title=page.title or source.title, final_url=page.final_url, sentences=sentences
+    )
+
+
+def source_fail(source_id: int, *, reason: str) -> None:
+    Source.objects.filter(pk=source_id).exclude(status__in=FINISHED).update(status=Status.FAILED, error=reason)
+
+
+def search_result_take(result: SearchResult) -> bool:
+    """Claim the job of choosing passages for this result: exactly one caller wins it."""
+    return _transition(SearchResult.objects.filter(pk=result.pk, status=Status.PENDING), to=Status.RUNNING)
+
+
+@transaction.atomic
+def evidence_save(*, result: SearchResult, passages: Sequence[Passage]) -> None:
+    Evidence.objects.bulk_create(
+        [
+            Evidence(
+                claim_id=result.claim_id,
+                source_id=result.source_id,
+                index=i,
+                passage=p.text,
+                highlights=[list(span) for span in p.highlights],
+                relevance=round(p.score, 4),
+            )
+            for i, p in enumerate(passages)
+        ],
+        ignore_conflicts=True,
+    )
+    SearchResult.objects.filter(pk=result.pk).update(status=Status.DONE)
+
+
+def search_result_fail(result: SearchResult) -> None:
+    SearchResult.objects.filter(pk=result.pk).exclude(status=Status.DONE).update(status=Status.FAILED)
+
+
+def claim_start_judging(claim_id: int) -> bool:
+    """The last of a claim's pages moves it to judging; False while pages are outstanding."""
+    if SearchResult.objects.filter(claim_id=claim_id).exclude(status__in=FINISHED).exists():
+        return False
+    return _transition(Claim.objects.filter(pk=claim_id, status=ClaimStatus.READING), to=ClaimStatus.JUDGING)
+
+
+def judgements_save(judgements: Iterable[Judgement]) -> None:
+    for judgement in judgements:
+        changes = (
+            {"status": Status.DONE, "verdict": judgement.verdict, "rationale": judgement.rationale}
+            if judgement.verdict
+            else {"status": Status.FAILED, "error": judgement.error}
+        )
+        Evidence.objects.filter(pk=int(judgement.key), status=Status.PENDING).update(**changes)
+
+
+def evidence_fail(evidence_ids: Iterable[int], *, reason: str) -> None:
+    Evidence.objects.filter(pk__in=list(evidence_ids), status=Status.PENDING).update(status=Status.FAILED, error=reason)
+
+
+def claim_finish(claim_id: int, *, note: str = "") -> bool:
+    """Judging → done once no evidence is left to judge (or straight from reading, with `note`,
+    when there was nothing to judge)."""
+    if Evidence.objects.filter(claim_id=claim_id, status=Status.PENDING).exists():
+        return False
+    return _transition(
+        Claim.objects.filter(pk=claim_id, status__in=[ClaimStatus.READING, ClaimStatus.JUDGING]),
+        to=ClaimStatus.DONE,
+        error=note,
+    )
+
+
+def sentence_finish(sentence_id: int, *, note: str = "") -> bool:
+    if Claim.objects.filter(sentence_id=sentence_id).exclude(status__in=[ClaimStatus.DONE, ClaimStatus.FAILED]).exists():
+        return False
+    return _transition(Sentence.objects.filter(pk=sentence_id, status=Status.RUNNING), to=Status.DONE, error=note)
+
+
+def verification_finish(verification_id) -> bool:
+    """The run ends when every sentence has ended and every source has a type. A run in which
+    every sentence failed has failed, with the first sentence's reason."""
+    if Sentence.objects.filter(verification_id=verification_id).exclude(status__in=FINISHED).exists():
+        return False
+    if Source.objects.filter(verification_id=verification_id, source_type="").exists():
+        return False
+    sentences = Sentence.objects.filter(verification_id=verification_id)
+    first_failure = sentences.filter(status=Status.FAILED).values_list("error", flat=True).first()
+    all_failed = first_failure is not None and not sentences.exclude(status=Status.FAILED).exists()
+    status, error = (Status.FAILED, f"every sentence failed: {first_failure}") if all_failed else (Status.DONE, "")
+    return _transition(
+        Verification.objects.filter(pk=verification_id, status=Status.RUNNING),
+        to=status,
+        error=error,
+        finished_at=timezone.now(),
+    )

@@ -1,0 +1,300 @@
+"""Thin Celery tasks: ids in, load rows, call one pipeline step, save through services, fan out.
+
+No task waits for another. Joins happen where the last arrival notices it is last (the
+conditional transitions in services.py). A step's readable failure (StepError) marks its item
+failed and the run goes on; an unexpected error does the same once Celery's retries are spent,
+so a run always ends."""
+
+import logging
+
+from celery.contrib.django.task import DjangoTask
+from django.db import OperationalError
+
+from factsite.celery import app
+from verification import providers, services
+from verification.models import FINISHED, Claim, Evidence, SearchResult, Sentence, Source, Status, Verification
+from verification.pipeline import categorize, decompose, extract, judge, passages, search, segment
+from verification.pipeline.types import EvidenceToJudge, SegmentedSentence, StepError
+
+logger = logging.getLogger(__name__)
+
+
+class StepTask(DjangoTask):
+    """Retries what a retry can fix (a busy database); when it gives up, `give_up` marks the
+    task's item failed so the run still ends."""
+
+    acks_late = True
+    autoretry_for = (OperationalError,)
+    retry_backoff = 0.5
+    retry_jitter = True
+    max_retries = 5
+    give_up = None
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
+        logger.error("task %s%r failed: %s", self.name, args, exc, exc_info=exc)
+        if self.give_up is not None:
+            self.give_up(*args, reason=f"internal error while {self.doing} ({type(exc).__name__})")
+
+
+def step(doing: str, give_up=None):
+    return app.task(base=StepTask, doing=doing, give_up=give_up)
+
+
+def enqueue_verification(verification: Verification) -> None:
+    """Start a run once the row is committed (the worker must be able to read it)."""
+    from factsite.celery import ensure_embedded_worker
+
+    if ensure_embedded_worker():
+        # The in-memory queue died with the previous process: its unfinished runs cannot end.
+        services.verifications_interrupt(
+            reason="interrupted: the server restarted before this run ended", keep=verification.pk
+        )
+    verification_start.delay_on_commit(str(verification.pk))
+
+
+# --- fail-and-continue handlers, also used by StepTask.give_up
+
+
+def _fail_run(verification_id, *, reason: str) -> None:
+    services.verification_fail(verification_id, reason=reason)
+
+
+def _fail_sentence(sentence_id, *, reason: str) -> None:
+    services.sentence_fail(sentence_id, reason=reason)
+    _after_sentence(Sentence.objects.get(pk=sentence_id))
+
+
+def _fail_claim(claim_id, *, reason: str) -> None:
+    services.claim_fail(claim_id, reason=reason)
+    _after_claim(Claim.objects.select_related("sentence").get(pk=claim_id))
+
+
+def _fail_source(source_id, *, reason: str) -> None:
+    services.source_fail(source_id, reason=reason)
+    _read_waiting_results(Source.objects.get(pk=source_id))
+
+
+def _fail_categorize(source_id, *, reason: str) -> None:
+    source = Source.objects.get(pk=source_id)
+    services.source_type_set(source, source_type="other", decided_by=f"fallback: {reason}")
+    _after_source_typed(source)
+
+
+def _fail_judging(claim_id, evidence_ids, *, reason: str) -> None:
+    services.evidence_fail(evidence_ids, reason=reason)
+    _after_judging(claim_id)
+
+
+# --- the joins
+
+
+def _after_sentence(sentence: Sentence) -> None:
+    services.verification_finish(sentence.verification_id)
+
+
+def _after_claim(claim: Claim) -> None:
+    if services.sentence_finish(claim.sentence_id):
+        _after_sentence(claim.sentence)
+
+
+def _after_judging(claim_id: int) -> None:
+    if services.claim_finish(claim_id):
+        _after_claim(Claim.objects.select_related("sentence").get(pk=claim_id))
+
+
+def _after_source_typed(source: Source) -> None:
+    services.verification_finish(source.verification_id)
+
+
+# --- the steps
+
+
+@step("splitting the text into sentences", give_up=_fail_run)
+def verification_start(verification_id: str) -> None:
+    verification = Verification.objects.get(pk=verification_id)
+    if verification.status != Status.RUNNING and not services.verification_begin(verification):
+        return
+    sentences = services.sentences_save(verification=verification, segments=segment.segment(verification.text))
+    if not sentences:
+        services.verification_fail(verification_id, reason="the text has no sentences to check")
+    for sentence in sentences:
+        sentence_decompose.delay_on_commit(sentence.pk)
+
+
+@step("finding the claims of a sentence", give_up=_fail_sentence)
+def sentence_decompose(sentence_id: int) -> None:
+    sentence = Sentence.objects.select_related("verification").get(pk=sentence_id)
+    if not services.sentence_begin(sentence):
+        return
+    llm = providers.llm_client(sentence.verification.settings["model"])
+    try:
+        drafts = decompose.decompose_sentence(llm, _segmented(sentence))
+    except StepError as error:
+        return _fail_sentence(sentence_id, reason=f"finding claims failed: {error}")
+    finally:
+        services.usage_add(sentence.verification_id, usage=llm.usage)
+    claims = services.claims_save(sentence=sentence, drafts=drafts)
+    if not claims and services.sentence_finish(sentence_id, note="no checkable claim in this sentence"):
+        _after_sentence(sentence)
+    for claim in claims:
+        claim_search.delay_on_commit(claim.pk)
+
+
+@step("searching the web for a claim", give_up=_fail_claim)
+def claim_search(claim_id: int) -> None:
+    claim = Claim.objects.select_related("sentence__verification").get(pk=claim_id)
+    if not services.claim_begin_search(claim):
+        return
+    verification = claim.sentence.verification
+    try:
+        hits = search.search_claim(providers.search_provider(), claim.query, verification.settings["top_k_results"])
+    except StepError as error:
+        return _fail_claim(claim_id, reason=f"web search failed: {error}")
+    finally:
+        services.usage_add(verification.pk, searches=1)
+    new_sources = services.search_results_save(claim=claim, hits=hits, host_of=providers.host_of)
+    if not hits:
+        if services.claim_finish(claim_id, note="the web search found no pages"):
+            _after_claim(claim)
+        return
+    for source in new_sources:
+        _categorize(source)
+        source_fetch.delay_on_commit(source.pk)
+    # Pages another claim of this run already fetched: choose passages here, no second
+    # download. (Read after our results are committed, so a fetch finishing meanwhile either
+    # sees our result or we see its page.)
+    for result in claim.search_results.filter(source__status__in=FINISHED).select_related("source"):
+        _read_result(result, result.source)
+    _maybe_judge(claim_id)
+
+
+@step("fetching a page", give_up=_fail_source)
+def source_fetch(source_id: int) -> None:
+    source = Source.objects.select_related("verification").get(pk=source_id)
+    if services.source_begin(source):
+        try:
+            page = extract.fetch_page(providers.page_fetcher(), source.url)
+            services.source_fetched(source, page=page, sentences=passages.page_sentences(page.text))
+        except StepError as error:
+            services.source_fail(source_id, reason=str(error))
+    _read_waiting_results(Source.objects.get(pk=source_id))
+
+
+@step("deciding a source's type", give_up=_fail_categorize)
+def source_categorize(source_id: int) -> None:
+    source = Source.objects.select_related("verification").get(pk=source_id)
+    if source.source_type:
+        return
+    llm = providers.llm_client(source.verification.settings["model"])
+    try:
+        source_type = categorize.categorize_with_llm(llm, source.host, source.title)
+    except StepError as error:
+        return _fail_categorize(source_id, reason=str(error))
+    finally:
+        services.usage_add(source.verification_id, usage=llm.usage)
+    services.host_category_save(host=source.host, source_type=source_type.value)
+    services.source_type_set(source, source_type=source_type.value, decided_by="llm")
+    _after_source_typed(source)
+
+
+@step("judging evidence", give_up=_fail_judging)
+def evidence_judge(claim_id: int, evidence_ids: list[int]) -> None:
+    claim = Claim.objects.select_related("sentence__verification").get(pk=claim_id)
+    items = list(
+        Evidence.objects.filter(pk__in=evidence_ids, status=Status.PENDING).select_related("source").order_by("pk")
+    )
+    if items:
+        llm = providers.llm_client(claim.sentence.verification.settings["model"])
+        try:
+            judgements = judge.judge_claim(
+                llm,
+                claim=claim.text,
+                context=" ".join(claim.sentence.context),
+                items=[EvidenceToJudge(key=str(e.pk), source_title=e.source.title, passage=e.passage) for e in items],
+            )
+        except StepError as error:
+            return _fail_judging(claim_id, [e.pk for e in items], reason=f"judging failed: {error}")
+        finally:
+            services.usage_add(claim.sentence.verification_id, usage=llm.usage)
+        services.judgements_save(judgements)
+    _after_judging(claim_id)
+
+
+# --- helpers of the steps
+
+
+def _segmented(sentence: Sentence) -> SegmentedSentence:
+    return SegmentedSentence(
+        index=sentence.index,
+        text=sentence.text,
+        start=sentence.start,
+        end=sentence.end,
+        paragraph_index=sentence.paragraph_index,
+        context=tuple(sentence.context),
+        position_in_context=sentence.position_in_context,
+    )
+
+
+def _categorize(source: Source) -> None:
+    """Rule table or the per-host cache now; the LLM in its own task, off the critical path."""
+    rule = categorize.categorize_by_rules(source.host)
+    cached = None if rule else services.host_category_get(source.host)
+    if rule or cached:
+        services.source_type_set(source, source_type=str(rule or cached), decided_by="rules" if rule else "cache")
+    else:
+        source_categorize.delay_on_commit(source.pk)
+
+
+def _read_waiting_results(source: Source) -> None:
+    if source.status not in FINISHED:
+        return
+    for result in SearchResult.objects.filter(source=source, status=Status.PENDING):
+        _read_result(result, source)
+        _maybe_judge(result.claim_id)
+
+
+def _read_result(result: SearchResult, source: Source) -> None:
+    """Choose the claim's passages from a fetched page, once (whoever takes the result)."""
+    if not services.search_result_take(result):
+        return
+    if source.status == Status.FAILED:
+        services.search_result_fail(result)
+        return
+    claim = Claim.objects.select_related("sentence__verification").get(pk=result.claim_id)
+    settings = claim.sentence.verification.settings
+    chosen = passages.select_passages(
+        claim.text,
+        source.sentences,
+        top_k=settings["top_k_passages"],
+        context=settings["context_size"],
+        embedder=providers.embedder() if settings["retrieval_mode"] == "dense" else None,
+    )
+    services.evidence_save(result=result, passages=chosen)
+
+
+def _maybe_judge(claim_id: int) -> None:
+    """When the claim's last page is read, send its evidence to the judge in batches."""
+    if not services.claim_start_judging(claim_id):
+        return
+    evidence_ids = list(Evidence.objects.filter(claim_id=claim_id, status=Status.PENDING).values_list("pk", flat=True))
+    if not evidence_ids:
+        _finish_without_evidence(claim_id)
+        return
+    for batch in judge.batches(evidence_ids):
+        evidence_judge.delay_on_commit(claim_id, batch)
+
+
+def _finish_without_evidence(claim_id: int) -> None:
+    reason = _no_evidence_reason(claim_id)
+    if services.claim_finish(claim_id, note=reason):
+        _after_claim(Claim.objects.select_related("sentence").get(pk=claim_id))
+
+
+def _no_evidence_reason(claim_id: int) -> str:
+    failed = list(
+        SearchResult.objects.filter(claim_id=claim_id, source__status=Status.FAILED).values_list("source__error", flat=True)
+    )
+    if failed and len(failed) == SearchResult.objects.filter(claim_id=claim_id).count():
+        return f"no page could be read ({failed[0]})"
+    return "no passage on the pages found matched the claim"
+
