@@ -69,6 +69,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # A file, not shared-cache memory, so worker threads in tests wait on locks instead of failing.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_factsite.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 USE_TZ = True

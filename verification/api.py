@@ -11,6 +11,7 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Field, NinjaAPI, Query, Router, Schema
 from ninja.errors import HttpError
+from ninja.responses import Status
 from ninja.errors import ValidationError as NinjaValidationError
 
 from verification import providers, selectors, services, tasks
@@ -84,19 +85,22 @@ def verification_create(request: HttpRequest, payload: VerificationIn):
     form = VerificationForm(data={"text": payload.text, **payload.settings.dict(exclude_none=True)})
     if not form.is_valid():
         errors = {field: list(messages) for field, messages in form.errors.items()}
-        return 400, {"detail": " ".join(m for ms in errors.values() for m in ms), "errors": errors}
+        return Status(400, {"detail": " ".join(m for ms in errors.values() for m in ms), "errors": errors})
     run_settings = form.run_settings()
     problems = providers.configuration_problems(run_settings["model"])
     if problems:
-        return 503, {"detail": " ".join(problems)}
+        return Status(503, {"detail": " ".join(problems)})
     verification = services.verification_create(text=form.cleaned_data["text"], settings=run_settings)
     tasks.enqueue_verification(verification)
-    return 201, {
-        "id": str(verification.pk),
-        "status": verification.status,
-        "permalink": request.build_absolute_uri(selectors.permalink(verification)),
-        "result_url": request.build_absolute_uri(f"/api/verifications/{verification.pk}"),
-    }
+    return Status(
+        201,
+        {
+            "id": str(verification.pk),
+            "status": verification.status,
+            "permalink": request.build_absolute_uri(selectors.permalink(verification)),
+            "result_url": request.build_absolute_uri(f"/api/verifications/{verification.pk}"),
+        },
+    )
 
 
 class Exclusions(Schema):

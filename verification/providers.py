@@ -39,22 +39,32 @@ def llm_client(model_name: str) -> LLMClient:
     )
 
 
+def _per_thread(factory, **config):
+    """One client per thread and configuration: requests sessions are not thread-safe, and a
+    changed setting must not keep using a client built from the old one."""
+    clients = _local.__dict__.setdefault("clients", {})
+    key = (factory, *sorted(config.items()))
+    if key not in clients:
+        clients[key] = factory(**config)
+    return clients[key]
+
+
 def search_provider() -> SerperSearch:
-    if not hasattr(_local, "search"):
-        _local.search = SerperSearch(
-            api_key=settings.SERPER_API_KEY, base_url=settings.SERPER_BASE_URL, timeout=settings.SEARCH_TIMEOUT
-        )
-    return _local.search
+    return _per_thread(
+        SerperSearch,
+        api_key=settings.SERPER_API_KEY,
+        base_url=settings.SERPER_BASE_URL,
+        timeout=settings.SEARCH_TIMEOUT,
+    )
 
 
 def page_fetcher() -> PageFetcher:
-    if not hasattr(_local, "fetcher"):
-        _local.fetcher = PageFetcher(
-            timeout=settings.FETCH_TIMEOUT,
-            max_bytes=settings.FETCH_MAX_BYTES,
-            allow_private=settings.ALLOW_PRIVATE_FETCH,
-        )
-    return _local.fetcher
+    return _per_thread(
+        PageFetcher,
+        timeout=settings.FETCH_TIMEOUT,
+        max_bytes=settings.FETCH_MAX_BYTES,
+        allow_private=settings.ALLOW_PRIVATE_FETCH,
+    )
 
 
 @lru_cache(maxsize=2)

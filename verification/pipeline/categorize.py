@@ -75,7 +75,10 @@ SCHEMA = {
 
 
 def categorize_by_rules(host: str) -> SourceType | None:
-    host = host.lower().rstrip(".").removeprefix("www.")
+    host = host.lower().removeprefix("www.")
+    if host.count(":") == 1:  # "example.gov:8080": the port says nothing about the site's kind
+        host = host.split(":")[0]
+    host = host.rstrip(".")
     labels = host.split(".")
     # Longest suffix first, so "pubmed.ncbi.nlm.nih.gov" is an article, not ".gov".
     for i in range(len(labels)):

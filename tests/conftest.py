@@ -1,0 +1,120 @@
+"""Shared fixtures: a real redis-server, a real Celery worker consuming from it, and the fake
+outside world (tests/fakes.py) on 127.0.0.1, wired into settings."""
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from celery.contrib.testing.worker import start_worker
+
+from factsite.celery import app as celery_app
+from tests.fakes import FakeLLM, FakePage, FakeSerper, FakeSite
+
+MODEL = "fake-model"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed: run `apt-get install redis-server` (bash scripts/test.sh does)")
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    process = subprocess.Popen(
+        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    yield url
+    process.terminate()
+    process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def celery_worker(redis_url, django_db_setup, django_db_blocker):
+    """A real Celery worker (thread pool) in this process, consuming from the real Redis."""
+    celery_app.conf.broker_url = redis_url
+    celery_app.conf.broker_transport_options = {}
+    with django_db_blocker.unblock(), start_worker(
+        celery_app, pool="threads", concurrency=8, perform_ping_check=False, shutdown_timeout=10
+    ) as worker:
+        yield worker
+
+
+def sample_sites() -> list[FakeSite]:
+    """Three sites of different kinds about the Eiffel Tower, one that refuses robots."""
+    wiki = FakeSite(
+        pages={
+            "/eiffel": FakePage(
+                "Eiffel Tower - Wiki encyclopedia",
+                "The Eiffel Tower is a wrought-iron lattice tower in Paris, France.\n\n"
+                "The Eiffel Tower was completed in 1889 for the World's Fair.\n\n"
+                "Gustave Eiffel's company designed and built the tower.",
+            )
+        }
+    )
+    news = FakeSite(
+        pages={
+            "/tower-story": FakePage(
+                "Paris landmark turns 135 | City News",
+                "Visitors climbed the Eiffel Tower in Paris in record numbers this year.\n\n"
+                "Contrary to a popular claim, the Eiffel Tower is not made of steel; it is wrought iron.",
+            )
+        }
+    )
+    blog = FakeSite(
+        pages={
+            "/trip": FakePage(
+                "My trip to Paris - a travel blog",
+                "We saw the Eiffel Tower in Paris, France, lit up at night.\n\n"
+                "The tower is 330 metres tall, taller than we expected.",
+            ),
+            "/blocked": FakePage("Eiffel Tower secrets blog", "The Eiffel Tower Paris secrets.", status=403),
+        }
+    )
+    return [wiki, news, blog]
+
+
+@pytest.fixture
+def world(settings):
+    """The fake outside world, started, with settings pointing at it."""
+    sites = [site.start() for site in sample_sites()]
+    serper = FakeSerper(sites=sites).start()
+    llm = FakeLLM().start()
+    settings.OPENAI_API_KEY = "test-openai-key"
+    settings.OPENAI_BASE_URL = llm.url + "/v1"
+    settings.LLM_MODELS = MODEL
+    settings.LLM_MAX_RETRIES = 1
+    settings.SERPER_API_KEY = serper.api_key
+    settings.SERPER_BASE_URL = serper.url
+    settings.ALLOW_PRIVATE_FETCH = True
+    settings.CELERY_EMBEDDED_WORKER = False
+    yield _World(llm=llm, serper=serper, sites=sites)
+    for server in (llm, serper, *sites):
+        server.stop()
+
+
+class _World:
+    def __init__(self, llm: FakeLLM, serper: FakeSerper, sites: list[FakeSite]) -> None:
+        self.llm, self.serper, self.sites = llm, serper, sites
+
+
+ROOT = Path(__file__).resolve().parent.parent

@@ -1,0 +1,301 @@
+"""Small servers on 127.0.0.1 that speak the real protocols factsite talks to: an
+OpenAI-compatible chat-completions server, a Serper-compatible search server and plain web
+sites. Used by the tests and by the benchmark (each can add a per-request latency).
+
+The fake model is deterministic but not canned: it reads the prompts factsite sends (numbered
+context sentences, E1..En passages, a host and title) and answers from their words, so a change
+in what factsite sends changes what comes back."""
+
+import json
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+STOPWORDS = set("a an the is are was were of in on at to for by and or it its this that with as from be been".split())
+NEGATIONS = re.compile(r"\b(not|never|no|false|myth|incorrect|wrong|untrue)\b", re.IGNORECASE)
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS and len(w) > 1}
+
+
+class _Server:
+    """A ThreadingHTTPServer on 127.0.0.1 with a free port, run in a daemon thread."""
+
+    def __init__(self, handler_class) -> None:
+        handler = type("Handler", (handler_class,), {"owner": self})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: "_Server"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json", headers=None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, payload) -> None:
+        self._send(status, json.dumps(payload).encode())
+
+    def _body(self) -> dict:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length) or b"{}")
+
+
+# --- the language model
+
+
+class _LLMHandler(_Handler):
+    def do_POST(self) -> None:
+        server: FakeLLM = self.owner
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            return self._json(404, {"error": {"message": "not found"}})
+        request = self._body()
+        time.sleep(server.latency)
+        status, content = server.answer(request)
+        if status != 200:
+            return self._json(status, {"error": {"message": content, "type": "fake_error"}})
+        prompt = " ".join(m["content"] for m in request["messages"])
+        self._json(
+            200,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": request.get("model", "fake"),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {
+                    "prompt_tokens": len(prompt) // 4,
+                    "completion_tokens": len(content) // 4,
+                    "total_tokens": (len(prompt) + len(content)) // 4,
+                },
+            },
+        )
+
+
+@dataclass
+class FakeLLM(_Server):
+    """Failure switches, matched against what a request is about (the target sentence, the
+    claim, the host): a word in `fail_words` gets that status (`{"BOOM": 500}`), a word in
+    `garbage_words` gets prose instead of JSON.
+    `structured=False` makes it answer 400 to `response_format`, like servers without it."""
+
+    latency: float = 0.0
+    structured: bool = True
+    fail_words: dict[str, int] = field(default_factory=dict)
+    garbage_words: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _Server.__init__(self, _LLMHandler)
+        self.calls: Counter[str] = Counter()
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+
+    def answer(self, request: dict) -> tuple[int, str]:
+        system, user = request["messages"][0]["content"], request["messages"][-1]["content"]
+        kind = _kind(request, system)
+        with self._lock:
+            self.calls[kind] += 1
+            self.requests.append(request)
+        if request.get("response_format") and not self.structured:
+            return 400, "response_format is not supported by this server"
+        focus = _focus(kind, user)
+        for word, status in self.fail_words.items():
+            if word in focus:
+                return status, f"simulated failure for {word}"
+        if any(word in focus for word in self.garbage_words):
+            return 200, "Sorry, I am not able to help with that."
+        payload = {"claims": _claims, "judgements": _judgements, "source_type": _source_type}[kind](user)
+        if not request.get("response_format"):
+            return 200, "Here is the answer:\n```json\n" + json.dumps(payload) + "\n```"
+        return 200, json.dumps(payload)
+
+
+def _kind(request: dict, system: str) -> str:
+    schema = (request.get("response_format") or {}).get("json_schema", {}).get("name")
+    if schema:
+        return schema
+    if "atomic claims" in system:
+        return "claims"
+    if "classify websites" in system:
+        return "source_type"
+    return "judgements"
+
+
+def _focus(kind: str, user: str) -> str:
+    if kind == "claims":
+        return _target_sentence(user)
+    if kind == "judgements":
+        return re.search(r"^Claim: (.*)$", user, re.MULTILINE).group(1)
+    return user
+
+
+def _target_sentence(user: str) -> str:
+    target = re.search(r"Target sentence: S(\d+)", user).group(1)
+    return re.search(rf"^S{target}: (.*)$", user, re.MULTILINE).group(1)
+
+
+def _claims(user: str) -> dict:
+    """One claim per clause joined by '; ', with a leading 'It' resolved to the subject of S1
+    (a crude decontextualization); greetings give none."""
+    sentence = _target_sentence(user)
+    first = re.search(r"^S1: (.*)$", user, re.MULTILINE).group(1)
+    if re.search(r"\b(hope this helps|hello|thanks)\b", sentence, re.IGNORECASE):
+        return {"claims": []}
+    subject_match = re.match(r"(.*?)\s+(?:is|was|are|were|has|had)\b", first)
+    subject = subject_match.group(1) if subject_match else first.split()[0]
+    claims = []
+    for clause in re.split(r";\s*", sentence.rstrip(".!?")):
+        clause = re.sub(r"^(It|This|They)\b", subject, clause.strip())
+        claims.append({"claim": clause + ".", "query": " ".join(sorted(content_words(clause)))})
+    return {"claims": claims}
+
+
+def _judgements(user: str) -> dict:
+    """Supported when the passage holds most of the claim's words, not supported when it also
+    negates, irrelevant otherwise."""
+    claim = re.search(r"^Claim: (.*)$", user, re.MULTILINE).group(1)
+    words = content_words(claim)
+    judgements = []
+    for label, passage in re.findall(r"^(E\d+)(?: \(from: [^\n]*\))?\n(.*?)(?=\n\nE\d+|\Z)", user, re.MULTILINE | re.DOTALL):
+        overlap = len(words & content_words(passage)) / max(1, len(words))
+        if overlap < 0.6:
+            verdict, why = "irrelevant", "The passage does not talk about this."
+        elif NEGATIONS.search(passage):
+            verdict, why = "not_supported", "The passage says the opposite."
+        else:
+            verdict, why = "supported", "The passage states this."
+        judgements.append({"evidence": label, "rationale": f"{why} (overlap {overlap:.0%})", "verdict": verdict})
+    return {"judgements": judgements}
+
+
+_TITLE_TYPES = [("wiki", "wiki"), ("news", "news"), ("blog", "blog"), ("journal", "scientific_medical_article"), ("gov", "government_website"), ("forum", "social_media")]
+
+
+def _source_type(user: str) -> dict:
+    text = user.lower()
+    return {"source_type": next((t for word, t in _TITLE_TYPES if word in text), "other")}
+
+
+# --- web search
+
+
+class _SearchHandler(_Handler):
+    def do_POST(self) -> None:
+        server: FakeSerper = self.owner
+        if urlsplit(self.path).path != "/search":
+            return self._json(404, {"message": "not found"})
+        if self.headers.get("X-API-KEY") != server.api_key:
+            return self._json(403, {"message": "Unauthorized."})
+        request = self._body()
+        time.sleep(server.latency)
+        with server.lock:
+            server.queries.append(request["q"])
+        if server.fail_status:
+            return self._json(server.fail_status, {"message": "simulated failure"})
+        self._json(200, {"searchParameters": {"q": request["q"]}, "organic": server.results(request["q"], int(request.get("num", 10)))})
+
+
+@dataclass
+class FakeSerper(_Server):
+    """Ranks the pages of the given sites by words shared with the query, like a tiny engine."""
+
+    sites: list = field(default_factory=list)
+    api_key: str = "test-serper-key"
+    latency: float = 0.0
+    fail_status: int = 0
+
+    def __post_init__(self) -> None:
+        _Server.__init__(self, _SearchHandler)
+        self.queries: list[str] = []
+        self.lock = threading.Lock()
+
+    def results(self, query: str, num: int) -> list[dict]:
+        words = content_words(query)
+        scored = []
+        for site in self.sites:
+            for path, page in site.pages.items():
+                overlap = len(words & content_words(page.title + " " + page.body))
+                if overlap and page.searchable:
+                    scored.append((-overlap, site.url + path, page))
+        scored.sort(key=lambda item: (item[0], item[1]))
+        return [
+            {"title": page.title, "link": url, "snippet": page.body[:150], "position": rank}
+            for rank, (_, url, page) in enumerate(scored[:num], start=1)
+        ]
+
+
+# --- web sites
+
+
+@dataclass
+class FakePage:
+    title: str
+    body: str  # paragraphs separated by blank lines
+    status: int = 200
+    content_type: str = "text/html; charset=utf-8"
+    searchable: bool = True
+    redirect_to: str = ""
+
+    def html(self) -> bytes:
+        paragraphs = "".join(f"<p>{p}</p>\n" for p in self.body.split("\n\n"))
+        return (
+            f"<!doctype html><html><head><title>{self.title}</title></head><body>"
+            f"<nav><a href='/'>Home</a> | <a href='/about'>About</a></nav>"
+            f"<article><h1>{self.title}</h1>{paragraphs}</article>"
+            f"<footer>Copyright the site. All rights reserved.</footer></body></html>"
+        ).encode()
+
+
+class _SiteHandler(_Handler):
+    def do_GET(self) -> None:
+        site: FakeSite = self.owner
+        time.sleep(site.latency)
+        with site.lock:
+            site.hits[self.path] += 1
+        page = site.pages.get(urlsplit(self.path).path)
+        if page is None:
+            return self._send(404, b"<h1>Not found</h1>", "text/html")
+        if page.redirect_to:
+            return self._send(302, b"", "text/html", {"Location": page.redirect_to})
+        self._send(page.status, page.html() if page.status == 200 else b"<h1>Forbidden</h1>", page.content_type)
+
+
+@dataclass
+class FakeSite(_Server):
+    """One web site (its own port, so its own host for source categorization)."""
+
+    pages: dict[str, FakePage] = field(default_factory=dict)
+    latency: float = 0.0
+
+    def __post_init__(self) -> None:
+        _Server.__init__(self, _SiteHandler)
+        self.hits: Counter[str] = Counter()
+        self.lock = threading.Lock()

@@ -1,0 +1,129 @@
+"""The whole engine in one process: API → Celery worker on real Redis → fake LLM, search and
+sites over real HTTP on 127.0.0.1 → result JSON."""
+
+import time
+
+import pytest
+
+from verification.models import Verification
+from verification.scoring import COUNTED_VERDICTS
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TEXT = (
+    "The Eiffel Tower is in Paris, France. It was completed in 1889. It is made of steel.\n\n"
+    "I hope this helps!"
+)
+
+
+def run(client, text=TEXT, **settings):
+    response = client.post("/api/verifications", {"text": text, "settings": settings}, content_type="application/json")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def wait_for(client, verification_id, timeout=60, **params):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = client.get(f"/api/verifications/{verification_id}", params).json()
+        if result["status"] in ("done", "failed"):
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"run did not finish: {result['status']} {result['progress']}")
+
+
+def all_evidence(result):
+    return [e for s in result["sentences"] for c in s["claims"] for e in c["evidence"]]
+
+
+def test_it_verifies_a_text_end_to_end(client, world, celery_worker):
+    result = wait_for(client, run(client, retrieval_mode="sparse"))
+
+    assert result["status"] == "done", result["error"]
+    texts = [s["text"] for s in result["sentences"]]
+    assert texts == ["The Eiffel Tower is in Paris, France.", "It was completed in 1889.", "It is made of steel.", "I hope this helps!"]
+    claims = [c["text"] for s in result["sentences"] for c in s["claims"]]
+    assert "The Eiffel Tower was completed in 1889." in claims  # "It" resolved from context
+    greeting = result["sentences"][3]
+    assert greeting["claims"] == [] and greeting["score"] is None and "no checkable claim" in greeting["error"]
+
+    steel = result["sentences"][2]
+    verdicts = [e["verdict"] for c in steel["claims"] for e in c["evidence"]]
+    assert "not_supported" in verdicts, [e for c in steel["claims"] for e in c["evidence"]]
+    for sentence in result["sentences"][:3]:
+        evidence = [e for c in sentence["claims"] for e in c["evidence"]]
+        supported = sum(e["verdict"] == "supported" for e in evidence)
+        counted = sum(e["verdict"] in COUNTED_VERDICTS for e in evidence)
+        assert (sentence["supported"], sentence["total"]) == (supported, counted)
+        assert sentence["score"] == (supported / counted if counted else None)
+    evidence = all_evidence(result)
+    assert {e["source_type"] for e in evidence} >= {"wiki", "news"}
+    assert all(e["rationale"] and e["title"] and e["host"].startswith("127.0.0.1:") for e in evidence if e["verdict"])
+
+    blocked = [s for s in result["sources"] if s["url"].endswith("/blocked")]
+    assert blocked and blocked[0]["status"] == "failed" and "HTTP 403" in blocked[0]["error"]
+
+    progress = result["progress"]
+    assert progress["percent"] == 100
+    assert progress["sentences"]["decomposed"] == progress["sentences"]["total"] == 4
+    assert progress["judgements"]["made"] == progress["judgements"]["total"] == len(evidence)
+    calls = world.llm.calls
+    assert result["usage"]["llm_calls"] == sum(calls.values())
+    assert calls["claims"] == 4
+    assert result["usage"]["prompt_tokens"] > 0 and result["usage"]["searches"] == len(claims)
+
+
+def test_each_page_is_fetched_once_per_run(client, world, celery_worker):
+    wait_for(client, run(client, retrieval_mode="sparse"))
+    for site in world.sites:
+        assert all(count == 1 for count in site.hits.values()), site.hits
+
+
+def test_excluding_evidence_and_types_recomputes_scores(client, world, celery_worker):
+    verification_id = run(client, retrieval_mode="sparse")
+    result = wait_for(client, verification_id)
+    supported = [e for e in all_evidence(result) if e["verdict"] == "supported"]
+    assert supported
+    first = supported[0]
+
+    narrowed = client.get(
+        f"/api/verifications/{verification_id}", {"exclude_evidence": str(first["id"]), "exclude_types": "news"}
+    ).json()
+    kept = [
+        e for e in all_evidence(result)
+        if e["verdict"] in COUNTED_VERDICTS and e["id"] != first["id"] and e["source_type"] != "news"
+    ]
+    assert narrowed["total"] == len(kept)
+    assert narrowed["supported"] == sum(e["verdict"] == "supported" for e in kept)
+    assert "news" not in narrowed["source_types"]
+    assert not next(e for e in all_evidence(narrowed) if e["id"] == first["id"])["included"]
+
+
+def test_a_run_with_llm_failures_and_garbage_still_ends_with_reasons(client, world, celery_worker):
+    world.llm.fail_words = {"1889": 500}
+    world.llm.garbage_words = ("steel",)
+    result = wait_for(client, run(client, retrieval_mode="sparse"))
+
+    assert result["status"] == "done"
+    completed, steel = result["sentences"][1], result["sentences"][2]
+    assert completed["status"] == "failed" and "HTTP 500" in completed["error"]
+    assert steel["status"] == "failed" and "malformed" in steel["error"]
+    assert result["sentences"][0]["score"] is not None
+
+
+def test_a_run_where_every_sentence_fails_is_failed_with_the_reason(client, world, celery_worker):
+    world.llm.fail_words = {"Water": 401}
+    result = wait_for(client, run(client, text="Water boils at 100 degrees Celsius at sea level."))
+
+    assert result["status"] == "failed"
+    assert "every sentence failed" in result["error"] and "API key" in result["error"]
+    assert Verification.objects.get(pk=result["id"]).finished_at is not None
+
+
+def test_search_outage_fails_claims_not_the_run(client, world, celery_worker):
+    world.serper.fail_status = 503
+    result = wait_for(client, run(client, text="The Eiffel Tower is in Paris, France."))
+
+    claim = result["sentences"][0]["claims"][0]
+    assert result["status"] == "done"
+    assert claim["status"] == "failed" and "HTTP 503" in claim["error"]
