@@ -1,6 +1,7 @@
 """The only settings module. Everything configurable comes from environment variables
 (documented in README.md and .env.example); the defaults run on a laptop with nothing installed."""
 
+import os
 import secrets
 from pathlib import Path
 
@@ -69,8 +70,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-    # A file, not shared-cache memory, so worker threads in tests wait on locks instead of failing.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_factsite.sqlite3")}
+    # A file, not shared-cache memory, so worker threads in tests wait on locks instead of
+    # failing; one per test process, so two test runs on one checkout do not collide.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test_factsite_{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 USE_TZ = True
@@ -79,7 +81,11 @@ LANGUAGE_CODE = "en"
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# Serve app and project static files straight from their folders too, so a fresh clone works
+# before (or without) collectstatic.
+WHITENOISE_USE_FINDERS = True
 
 LOGGING = {
     "version": 1,

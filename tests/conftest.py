@@ -53,9 +53,12 @@ def celery_worker(redis_url, django_db_setup, django_db_blocker):
     """A real Celery worker (thread pool) in this process, consuming from the real Redis."""
     celery_app.conf.broker_url = redis_url
     celery_app.conf.broker_transport_options = {}
-    with django_db_blocker.unblock(), start_worker(
-        celery_app, pool="threads", concurrency=8, perform_ping_check=False, shutdown_timeout=10
-    ) as worker:
+    with (
+        django_db_blocker.unblock(),
+        start_worker(
+            celery_app, pool="threads", concurrency=8, perform_ping_check=False, shutdown_timeout=10
+        ) as worker,
+    ):
         yield worker
 
 

@@ -30,7 +30,8 @@ class _Server:
         handler = type("Handler", (handler_class,), {"owner": self})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # A short poll interval: shutdown() waits for the next poll.
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def url(self) -> str:
@@ -90,7 +91,9 @@ class _LLMHandler(_Handler):
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": request.get("model", "fake"),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
                 "usage": {
                     "prompt_tokens": len(prompt) // 4,
                     "completion_tokens": len(content) // 4,
@@ -184,7 +187,9 @@ def _judgements(user: str) -> dict:
     claim = re.search(r"^Claim: (.*)$", user, re.MULTILINE).group(1)
     words = content_words(claim)
     judgements = []
-    for label, passage in re.findall(r"^(E\d+)(?: \(from: [^\n]*\))?\n(.*?)(?=\n\nE\d+|\Z)", user, re.MULTILINE | re.DOTALL):
+    for label, passage in re.findall(
+        r"^(E\d+)(?: \(from: [^\n]*\))?\n(.*?)(?=\n\nE\d+|\Z)", user, re.MULTILINE | re.DOTALL
+    ):
         overlap = len(words & content_words(passage)) / max(1, len(words))
         if overlap < 0.6:
             verdict, why = "irrelevant", "The passage does not talk about this."
@@ -196,7 +201,14 @@ def _judgements(user: str) -> dict:
     return {"judgements": judgements}
 
 
-_TITLE_TYPES = [("wiki", "wiki"), ("news", "news"), ("blog", "blog"), ("journal", "scientific_medical_article"), ("gov", "government_website"), ("forum", "social_media")]
+_TITLE_TYPES = [
+    ("wiki", "wiki"),
+    ("news", "news"),
+    ("blog", "blog"),
+    ("journal", "scientific_medical_article"),
+    ("gov", "government_website"),
+    ("forum", "social_media"),
+]
 
 
 def _source_type(user: str) -> dict:
@@ -220,7 +232,13 @@ class _SearchHandler(_Handler):
             server.queries.append(request["q"])
         if server.fail_status:
             return self._json(server.fail_status, {"message": "simulated failure"})
-        self._json(200, {"searchParameters": {"q": request["q"]}, "organic": server.results(request["q"], int(request.get("num", 10)))})
+        self._json(
+            200,
+            {
+                "searchParameters": {"q": request["q"]},
+                "organic": server.results(request["q"], int(request.get("num", 10))),
+            },
+        )
 
 
 @dataclass

@@ -10,10 +10,7 @@ from verification.scoring import COUNTED_VERDICTS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TEXT = (
-    "The Eiffel Tower is in Paris, France. It was completed in 1889. It is made of steel.\n\n"
-    "I hope this helps!"
-)
+TEXT = "The Eiffel Tower is in Paris, France. It was completed in 1889. It is made of steel.\n\nI hope this helps!"
 
 
 def run(client, text=TEXT, **settings):
@@ -41,7 +38,12 @@ def test_it_verifies_a_text_end_to_end(client, world, celery_worker):
 
     assert result["status"] == "done", result["error"]
     texts = [s["text"] for s in result["sentences"]]
-    assert texts == ["The Eiffel Tower is in Paris, France.", "It was completed in 1889.", "It is made of steel.", "I hope this helps!"]
+    assert texts == [
+        "The Eiffel Tower is in Paris, France.",
+        "It was completed in 1889.",
+        "It is made of steel.",
+        "I hope this helps!",
+    ]
     claims = [c["text"] for s in result["sentences"] for c in s["claims"]]
     assert "The Eiffel Tower was completed in 1889." in claims  # "It" resolved from context
     greeting = result["sentences"][3]
@@ -90,7 +92,8 @@ def test_excluding_evidence_and_types_recomputes_scores(client, world, celery_wo
         f"/api/verifications/{verification_id}", {"exclude_evidence": str(first["id"]), "exclude_types": "news"}
     ).json()
     kept = [
-        e for e in all_evidence(result)
+        e
+        for e in all_evidence(result)
         if e["verdict"] in COUNTED_VERDICTS and e["id"] != first["id"] and e["source_type"] != "news"
     ]
     assert narrowed["total"] == len(kept)

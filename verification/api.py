@@ -11,8 +11,8 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Field, NinjaAPI, Query, Router, Schema
 from ninja.errors import HttpError
-from ninja.responses import Status
 from ninja.errors import ValidationError as NinjaValidationError
+from ninja.responses import Status
 
 from verification import providers, selectors, services, tasks
 from verification.forms import VerificationForm
@@ -24,7 +24,7 @@ from verification.scoring import EvidenceRecord, Tally, compute_scores
 api = NinjaAPI(
     title="factsite API",
     version="1",
-    description="Fact verification for AI-generated text: sentences → atomic claims → web evidence → verdicts → scores.",
+    description="Fact verification for AI-generated text: sentences → claims → web evidence → verdicts → scores.",
     urls_namespace="api",
 )
 steps = Router(tags=["steps"])
@@ -50,6 +50,8 @@ def step_failed(request: HttpRequest, exc: StepError):
 
 
 def _llm(model: str | None):
+    if not providers.model_names():
+        raise HttpError(503, "No language model is configured: set LLM_MODELS (e.g. gpt-4o-mini).")
     if model and model not in providers.model_names():
         raise HttpError(400, f"Unknown model {model!r}; configured: {', '.join(providers.model_names())}")
     return providers.llm_client(model or providers.model_names()[0])
@@ -59,6 +61,9 @@ def _llm(model: str | None):
 
 
 class RunSettingsIn(Schema):
+    # A misspelt setting must be an error, not silently the default.
+    model_config = {"extra": "forbid"}
+
     model: str | None = None
     retrieval_mode: Literal["dense", "sparse"] | None = None
     top_k_results: int | None = None
@@ -85,7 +90,8 @@ def verification_create(request: HttpRequest, payload: VerificationIn):
     form = VerificationForm(data={"text": payload.text, **payload.settings.dict(exclude_none=True)})
     if not form.is_valid():
         errors = {field: list(messages) for field, messages in form.errors.items()}
-        return Status(400, {"detail": " ".join(m for ms in errors.values() for m in ms), "errors": errors})
+        detail = " ".join(f"{field}: {' '.join(messages)}" for field, messages in errors.items())
+        return Status(400, {"detail": detail, "errors": errors})
     run_settings = form.run_settings()
     problems = providers.configuration_problems(run_settings["model"])
     if problems:
@@ -143,9 +149,7 @@ class SentenceOut(Schema):
 @steps.post("/segment", response=list[SentenceOut])
 def step_segment(request: HttpRequest, payload: TextIn):
     """Split text into sentences with character offsets."""
-    return [
-        {**s.__dict__, "context": list(s.context)} for s in segment.segment(payload.text)
-    ]
+    return [{**s.__dict__, "context": list(s.context)} for s in segment.segment(payload.text)]
 
 
 class DecomposeIn(Schema):
@@ -163,7 +167,9 @@ class ClaimOut(Schema):
 def step_decompose(request: HttpRequest, payload: DecomposeIn):
     """Atomic, self-contained claims of one sentence, each with a search query (one LLM call)."""
     context = payload.context if payload.sentence in payload.context else [*payload.context, payload.sentence]
-    sentence = SegmentedSentence(0, payload.sentence, 0, len(payload.sentence), 0, tuple(context), context.index(payload.sentence))
+    sentence = SegmentedSentence(
+        0, payload.sentence, 0, len(payload.sentence), 0, tuple(context), context.index(payload.sentence)
+    )
     return [c.__dict__ for c in decompose.decompose_sentence(_llm(payload.model), sentence)]
 
 
@@ -246,7 +252,12 @@ class CategoryOut(Schema):
 @steps.post("/categorize", response={200: CategoryOut, 502: Error})
 def step_categorize(request: HttpRequest, payload: CategorizeIn):
     """A host's source type: rule table, the per-host cache, then the LLM."""
-    host = providers.host_of(payload.host if "//" in payload.host else f"http://{payload.host}")
+    try:
+        host = providers.host_of(payload.host if "//" in payload.host else f"http://{payload.host}")
+    except ValueError:
+        host = ""
+    if not host:
+        raise HttpError(400, f"Not a host name or URL: {payload.host!r}")
     rule = categorize.categorize_by_rules(host)
     if rule:
         return {"host": host, "source_type": rule.value, "decided_by": "rules"}
@@ -278,11 +289,14 @@ class JudgementOut(Schema):
 def step_judge(request: HttpRequest, payload: JudgeIn):
     """Verdict (supported / not_supported / irrelevant) and rationale for each passage."""
     items = [EvidenceToJudge(key=str(i), source_title="", passage=p) for i, p in enumerate(payload.passages)]
-    judgements = judge.judge_claim(
-        _llm(payload.model), claim=payload.claim, context=payload.context, items=items
-    )
+    judgements = judge.judge_claim(_llm(payload.model), claim=payload.claim, context=payload.context, items=items)
     return [
-        {"passage": int(j.key), "verdict": j.verdict.value if j.verdict else None, "rationale": j.rationale, "error": j.error}
+        {
+            "passage": int(j.key),
+            "verdict": j.verdict.value if j.verdict else None,
+            "rationale": j.rationale,
+            "error": j.error,
+        }
         for j in judgements
     ]
 

@@ -20,8 +20,9 @@ RETRIEVAL_MODES = [
 
 
 def looks_binary(text: str) -> bool:
-    """NUL bytes, or more than 5% control or undecodable characters: not text a person wrote."""
-    if "\x00" in text:
+    """NUL bytes or lone surrogates (which no encoding can store), or more than 5% control or
+    undecodable characters: not text a person wrote."""
+    if "\x00" in text or any("\ud800" <= ch <= "\udfff" for ch in text):
         return True
     odd = sum(
         1 for ch in text if ch == "\ufffd" or (unicodedata.category(ch) in ("Cc", "Cs", "Co") and ch not in "\t\n\r")
@@ -38,15 +39,24 @@ class VerificationForm(forms.Form):
     model = forms.ChoiceField(required=False, label="Language model")
     retrieval_mode = forms.ChoiceField(choices=RETRIEVAL_MODES, required=False)
     top_k_results = forms.IntegerField(
-        required=False, min_value=1, max_value=10, label="Web results per claim",
+        required=False,
+        min_value=1,
+        max_value=10,
+        label="Web results per claim",
         help_text="How many search results to read for each claim (1–10).",
     )
     top_k_passages = forms.IntegerField(
-        required=False, min_value=1, max_value=10, label="Passages per page",
+        required=False,
+        min_value=1,
+        max_value=10,
+        label="Passages per page",
         help_text="How many best-matching sentences to keep from each page (1–10).",
     )
     context_size = forms.IntegerField(
-        required=False, min_value=0, max_value=5, label="Context sentences",
+        required=False,
+        min_value=0,
+        max_value=5,
+        label="Context sentences",
         help_text="Sentences kept before and after each match, so the judge sees context (0–5).",
     )
 
@@ -59,7 +69,8 @@ class VerificationForm(forms.Form):
             self.fields[name].initial = value
 
     def clean_text(self) -> str:
-        text = self.cleaned_data["text"]
+        # Browsers send textarea lines as CRLF; sentence offsets index the text as stored.
+        text = self.cleaned_data["text"].replace("\r\n", "\n").replace("\r", "\n")
         if not text.strip():
             raise forms.ValidationError("The text is empty: paste some text to verify.")
         if len(text) > settings.MAX_TEXT_CHARS:

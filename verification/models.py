@@ -6,7 +6,6 @@ import uuid
 from django.db import models
 
 
-
 class Status(models.TextChoices):
     PENDING = "pending"
     RUNNING = "running"
@@ -135,6 +134,9 @@ class SearchResult(models.Model):
         ordering = ["rank"]
         constraints = [models.UniqueConstraint(fields=["claim", "source"], name="result_unique_source")]
 
+    def __str__(self) -> str:
+        return f"#{self.rank} for claim {self.claim_id}: source {self.source_id}"
+
 
 class Evidence(models.Model):
     claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="evidence")
@@ -150,9 +152,10 @@ class Evidence(models.Model):
 
     class Meta:
         ordering = ["claim_id", "id"]
-        constraints = [
-            models.UniqueConstraint(fields=["claim", "source", "index"], name="evidence_unique_passage")
-        ]
+        constraints = [models.UniqueConstraint(fields=["claim", "source", "index"], name="evidence_unique_passage")]
+
+    def __str__(self) -> str:
+        return f"evidence {self.pk} for claim {self.claim_id}: {self.verdict or self.status}"
 
 
 class HostCategory(models.Model):

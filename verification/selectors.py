@@ -160,4 +160,3 @@ def _source_json(source: Source) -> dict:
         "status": source.status,
         "error": source.error,
     }
-

@@ -51,8 +51,10 @@ def verification_fail(verification_id, *, reason: str) -> None:
 
 def verifications_interrupt(*, reason: str, keep) -> int:
     """Runs left unfinished by a process that died with its in-memory queue."""
-    return Verification.objects.exclude(status__in=FINISHED).exclude(pk=keep).update(
-        status=Status.FAILED, error=reason, finished_at=timezone.now()
+    return (
+        Verification.objects.exclude(status__in=FINISHED)
+        .exclude(pk=keep)
+        .update(status=Status.FAILED, error=reason, finished_at=timezone.now())
     )
 
 
@@ -108,9 +110,12 @@ def claims_save(*, sentence: Sentence, drafts: Sequence[ClaimDraft]) -> list[Cla
 
 
 def claim_begin_search(claim: Claim) -> bool:
-    return Claim.objects.filter(pk=claim.pk, status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING]).update(
-        status=ClaimStatus.SEARCHING
-    ) == 1
+    return (
+        Claim.objects.filter(pk=claim.pk, status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING]).update(
+            status=ClaimStatus.SEARCHING
+        )
+        == 1
+    )
 
 
 def claim_fail(claim_id: int, *, reason: str) -> None:
@@ -130,7 +135,9 @@ def search_results_save(*, claim: Claim, hits: Sequence[SearchHit], host_of) -> 
         source, created = Source.objects.get_or_create(
             verification_id=verification_id, url=hit.url, defaults={"host": host_of(hit.url), "title": hit.title}
         )
-        SearchResult.objects.get_or_create(claim=claim, source=source, defaults={"rank": hit.rank, "snippet": hit.snippet})
+        SearchResult.objects.get_or_create(
+            claim=claim, source=source, defaults={"rank": hit.rank, "snippet": hit.snippet}
+        )
         if created:
             created_sources.append(source)
     Claim.objects.filter(pk=claim.pk, status=ClaimStatus.SEARCHING).update(status=ClaimStatus.READING)
@@ -226,7 +233,11 @@ def claim_finish(claim_id: int, *, note: str = "") -> bool:
 
 
 def sentence_finish(sentence_id: int, *, note: str = "") -> bool:
-    if Claim.objects.filter(sentence_id=sentence_id).exclude(status__in=[ClaimStatus.DONE, ClaimStatus.FAILED]).exists():
+    if (
+        Claim.objects.filter(sentence_id=sentence_id)
+        .exclude(status__in=[ClaimStatus.DONE, ClaimStatus.FAILED])
+        .exists()
+    ):
         return False
     return _transition(Sentence.objects.filter(pk=sentence_id, status=Status.RUNNING), to=Status.DONE, error=note)
 

@@ -292,9 +292,10 @@ def _finish_without_evidence(claim_id: int) -> None:
 
 def _no_evidence_reason(claim_id: int) -> str:
     failed = list(
-        SearchResult.objects.filter(claim_id=claim_id, source__status=Status.FAILED).values_list("source__error", flat=True)
+        SearchResult.objects.filter(claim_id=claim_id, source__status=Status.FAILED).values_list(
+            "source__error", flat=True
+        )
     )
     if failed and len(failed) == SearchResult.objects.filter(claim_id=claim_id).count():
         return f"no page could be read ({failed[0]})"
     return "no passage on the pages found matched the claim"
-

@@ -30,6 +30,8 @@ class SentenceEmbedder:
         self._lock = threading.Lock()
 
     def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.model.get_sentence_embedding_dimension()), dtype=np.float32)
         with self._lock:
             known = {t: self._cache[t] for t in texts if t in self._cache}
         missing = [t for t in dict.fromkeys(texts) if t not in known]

@@ -10,7 +10,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import NewConnectionError
+from urllib3.exceptions import NewConnectionError, ReadTimeoutError
 
 from verification.pipeline.types import FetchedDocument, StepError
 
@@ -25,11 +25,25 @@ class PrivateAddressError(NewConnectionError):
         self.message = message
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
 def is_public_address(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+    return all(candidate.is_global and not candidate.is_multicast for candidate in _addresses_within(ip))
+
+
+def _addresses_within(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> list:
+    """The address and every IPv4 address an IPv6 one carries (mapped, 6to4, Teredo, NAT64,
+    IPv4-compatible): any of them could route to a private IPv4 network."""
+    found = [ip]
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = [ip.ipv4_mapped, ip.sixtofour, ip.teredo[1] if ip.teredo else None]
+        if ip in _NAT64 or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
+            embedded.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+        found += [address for address in embedded if address is not None]
+    return found
 
 
 class _PublicOnlyMixin:
@@ -94,6 +108,9 @@ class PageFetcher:
         except requests.exceptions.Timeout as error:
             raise StepError(f"the page did not answer within {self.timeout:g} s") from error
         except requests.exceptions.ConnectionError as error:
+            # A read timeout while streaming the body arrives as a ConnectionError.
+            if error.args and isinstance(error.args[0], ReadTimeoutError):
+                raise StepError(f"the page did not answer within {self.timeout:g} s") from error
             raise StepError(_connection_reason(error)) from error
         except requests.RequestException as error:
             raise StepError(f"the page could not be fetched ({type(error).__name__})") from error

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from verification.pipeline.types import LLMUsage, MalformedAnswer, StepError
 
@@ -41,26 +42,20 @@ def parse_model_list(spec: str, default_base_url: str) -> list[ModelChoice]:
 @lru_cache(maxsize=16)
 def _openai_client(base_url: str, api_key: str, timeout: float, max_retries: int) -> openai.OpenAI:
     # One client per server and process: its HTTP connection pool is reused by every task.
-    return openai.OpenAI(
-        base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
-    )
+    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
 
 class LLMClient:
     """Implements the pipeline's `JsonLLM` for one model, counting calls and tokens."""
 
-    def __init__(
-        self, *, model: str, base_url: str, api_key: str, timeout: float, max_retries: int
-    ) -> None:
+    def __init__(self, *, model: str, base_url: str, api_key: str, timeout: float, max_retries: int) -> None:
         self.model = model
         self.base_url = base_url
         # Local servers (Ollama, llama.cpp) take any key; openai refuses an empty one.
         self._client = _openai_client(base_url, api_key or "unused", timeout, max_retries)
         self.usage = LLMUsage()
 
-    def complete(
-        self, *, system: str, user: str, schema_name: str, schema: dict, parse: Callable[[Any], T]
-    ) -> T:
+    def complete(self, *, system: str, user: str, schema_name: str, schema: dict, parse: Callable[[Any], T]) -> T:
         problem = ""
         for _attempt in range(2):
             text = self._ask(system, user, schema_name, schema)
@@ -71,16 +66,19 @@ class LLMClient:
         raise StepError(f"the model {self.model} gave a malformed answer twice ({problem})")
 
     def _ask(self, system: str, user: str, schema_name: str, schema: dict) -> str:
-        structured = (self.base_url, self.model) not in _NO_STRUCTURED_OUTPUT
+        if (self.base_url, self.model) not in _NO_STRUCTURED_OUTPUT:
+            try:
+                return self._chat(system, user, schema_name, schema, structured=True)
+            except openai.BadRequestError:
+                pass  # maybe a server without JSON-schema output: try plain text below
         try:
-            return self._chat(system, user, schema_name, schema, structured)
+            text = self._chat(system, user, schema_name, schema, structured=False)
         except openai.BadRequestError as error:
-            if not structured:
-                raise StepError(describe_api_error(error, self.model, self.base_url)) from error
-        # A server without JSON-schema output: remember it and ask in plain text.
+            raise StepError(describe_api_error(error, self.model, self.base_url)) from error
+        # Plain text worked where structured output got a 400: remember, and skip the 400 next time.
         with _lock:
             _NO_STRUCTURED_OUTPUT.add((self.base_url, self.model))
-        return self._ask(system, user, schema_name, schema)
+        return text
 
     def _chat(self, system: str, user: str, schema_name: str, schema: dict, structured: bool) -> str:
         kwargs: dict[str, Any] = {}
@@ -102,6 +100,11 @@ class LLMClient:
             raise
         except openai.APIError as error:
             raise StepError(describe_api_error(error, self.model, self.base_url)) from error
+        if not isinstance(response, ChatCompletion):
+            raise StepError(
+                f"the server at {self.base_url} did not answer like an OpenAI chat-completions API "
+                "(check OPENAI_BASE_URL)"
+            )
         self.usage.calls += 1
         if response.usage is not None:
             self.usage.prompt_tokens += response.usage.prompt_tokens or 0

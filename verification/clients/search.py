@@ -43,9 +43,7 @@ class SerperSearch:
         except requests.RequestException as error:
             raise StepError(f"could not reach the search service ({type(error).__name__})") from error
         if response.status_code in (401, 403):
-            raise StepError(
-                f"the search service refused the key (HTTP {response.status_code}): check SERPER_API_KEY"
-            )
+            raise StepError(f"the search service refused the key (HTTP {response.status_code}): check SERPER_API_KEY")
         if response.status_code != 200:
             raise StepError(f"the search service answered HTTP {response.status_code}")
         try:

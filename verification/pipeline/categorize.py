@@ -107,7 +107,7 @@ def parse_source_type(answer: Any) -> SourceType:
     for source_type in SourceType:
         if source_type.value == normalized or normalized.startswith(source_type.value):
             return source_type
-    for source_type in SourceType:  # prose fallback: the first category named in the answer
-        if source_type.value in normalized:
-            return source_type
+    named = [(normalized.find(t.value), t) for t in SourceType if t.value in normalized]
+    if named:  # prose: the category named first ("a blog rather than news" → blog)
+        return min(named)[1]
     raise MalformedAnswer(f"not a category: {value[:60]!r}")

@@ -56,11 +56,7 @@ SCHEMA = {
 
 def build_prompt(sentence: SegmentedSentence) -> str:
     lines = [f"S{i}: {text}" for i, text in enumerate(sentence.context, start=1)]
-    return (
-        "Context:\n"
-        + "\n".join(lines)
-        + f"\nTarget sentence: S{sentence.position_in_context + 1}\nAnswer:"
-    )
+    return "Context:\n" + "\n".join(lines) + f"\nTarget sentence: S{sentence.position_in_context + 1}\nAnswer:"
 
 
 def decompose_sentence(llm: JsonLLM, sentence: SegmentedSentence) -> list[ClaimDraft]:
@@ -87,12 +83,12 @@ def parse_claims(answer: Any) -> list[ClaimDraft]:
         items = _bullets(answer)
     else:
         raise MalformedAnswer("expected an object with a 'claims' list")
-    drafts: list[ClaimDraft] = []
+    drafts: dict[str, ClaimDraft] = {}
     for item in items:
         draft = _draft(item)
-        if draft and draft not in drafts:
-            drafts.append(draft)
-    return drafts[:MAX_CLAIMS_PER_SENTENCE]
+        if draft and draft.text.lower() not in drafts:
+            drafts[draft.text.lower()] = draft
+    return list(drafts.values())[:MAX_CLAIMS_PER_SENTENCE]
 
 
 def _bullets(text: str) -> list[dict]:

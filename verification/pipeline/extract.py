@@ -1,6 +1,7 @@
 """A fetched document → its title and main text, one block (paragraph, list item, heading) a line."""
 
 import re
+
 import lxml.html
 from charset_normalizer import from_bytes
 from readability import Document
@@ -40,8 +41,20 @@ def decode(body: bytes, charset: str | None) -> str:
             return body.decode(candidate)
         except (LookupError, UnicodeDecodeError):
             continue
-    best = from_bytes(body[:200_000]).best()
-    return body.decode(best.encoding if best else "cp1252", errors="replace")
+    return body.decode(_guess_encoding(body[:200_000]), errors="replace")
+
+
+def _guess_encoding(sample: bytes) -> str:
+    """charset_normalizer's guess, except that windows-1252 wins a tie: undeclared pages are
+    mostly Western European, and cp1250 (which it often ties with) turns "très" into "trčs"."""
+    matches = from_bytes(sample)
+    best = matches.best()
+    if best is None:
+        return "cp1252"
+    cp1252 = next((m for m in matches if m.encoding == "cp1252"), None)
+    if cp1252 is not None and cp1252.chaos <= best.chaos:
+        return "cp1252"
+    return best.encoding
 
 
 def _meta_charset(body: bytes) -> str | None:
@@ -65,7 +78,12 @@ def extract_main_text(html: str) -> tuple[str, str]:
 
 def _block_text(fragment: str) -> str:
     root = lxml.html.fromstring(fragment)
+    preformatted = {id(e) for pre in root.iter("pre") for e in pre.iter()}
     for element in root.iter():
+        # A newline in the HTML source is just a space; only block boundaries end a line.
+        if id(element) not in preformatted:
+            element.text = element.text and element.text.replace("\n", " ")
+            element.tail = element.tail and element.tail.replace("\n", " ")
         if isinstance(element.tag, str) and element.tag.lower() in BLOCK_TAGS:
             element.tail = "\n" + (element.tail or "")
             element.text = "\n" + (element.text or "")

@@ -60,15 +60,15 @@ def batches(items: Sequence[T], size: int = BATCH_SIZE) -> list[list[T]]:
 
 def build_prompt(claim: str, context: str, items: Sequence[EvidenceToJudge]) -> str:
     passages = "\n\n".join(
-        f"E{i}" + (f" (from: {item.source_title[:150]})" if item.source_title else "") + f"\n{item.passage[:MAX_PASSAGE_CHARS]}"
+        f"E{i}"
+        + (f" (from: {item.source_title[:150]})" if item.source_title else "")
+        + f"\n{item.passage[:MAX_PASSAGE_CHARS]}"
         for i, item in enumerate(items, start=1)
     )
     return f"Context paragraph:\n{context}\n\nClaim: {claim}\n\nEvidence passages:\n{passages}"
 
 
-def judge_claim(
-    llm: JsonLLM, *, claim: str, context: str, items: Sequence[EvidenceToJudge]
-) -> list[Judgement]:
+def judge_claim(llm: JsonLLM, *, claim: str, context: str, items: Sequence[EvidenceToJudge]) -> list[Judgement]:
     """One call for up to BATCH_SIZE items; a judgement per item, in order."""
     labels = {f"E{i}": item.key for i, item in enumerate(items, start=1)}
     return llm.complete(
@@ -80,7 +80,7 @@ def judge_claim(
     )
 
 
-_LINE = re.compile(r"^\W*(E\d+)\W+([A-Za-z_ ]+?)\s*[:\-–—]\s*(.*)$")
+_LINE = re.compile(r"^\W*(E\d+)\W+([A-Za-z_]+(?:[ -][A-Za-z_]+)*?)\s*(?::|\s[-–—]|[–—])\s*(.*)$")
 
 
 def parse_judgements(answer: Any, labels: dict[str, str]) -> list[Judgement]:

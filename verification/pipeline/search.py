@@ -11,10 +11,18 @@ def search_claim(provider: SearchProvider, query: str, top_k: int) -> list[Searc
     seen: set[str] = set()
     for hit in provider.search(query, num=top_k):
         url = urldefrag(hit.url.strip()).url
-        if urlsplit(url).scheme not in ("http", "https") or url in seen:
+        if not _fetchable(url) or url in seen:
             continue
         seen.add(url)
         hits.append(SearchHit(url=url, title=hit.title, snippet=hit.snippet, rank=len(hits) + 1))
         if len(hits) == top_k:
             break
     return hits
+
+
+def _fetchable(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # e.g. "http://[::1" — one broken result must not sink the search
+        return False

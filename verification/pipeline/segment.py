@@ -50,7 +50,7 @@ def split_sentences(text: str, offset: int = 0) -> list[Span]:
         for start, end in _TOKENIZER.span_tokenize(line):
             for piece_start, piece_end in _split_glued(line, start, end):
                 spans.extend(_cut_long(line, piece_start, piece_end, offset + line_start))
-    return _merge_list_markers(spans, text, offset)
+    return _attach_stray_punctuation(_merge_list_markers(spans, text, offset), text, offset)
 
 
 def segment(text: str) -> list[SegmentedSentence]:
@@ -85,7 +85,7 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 
 def _paragraphs(text: str) -> Iterator[tuple[int, str]]:
     """Blocks separated by blank lines, with their offsets."""
-    for match in re.finditer(r"\S(?:.*?\S)?(?=\n[ \t]*\n|\s*$)", text, flags=re.DOTALL):
+    for match in re.finditer(r"\S(?:.*?\S)?(?=[ \t\r]*\n[ \t\r]*\n|\s*$)", text, flags=re.DOTALL):
         yield match.start(), match.group()
 
 
@@ -133,6 +133,19 @@ def _merge_list_markers(spans: list[Span], text: str, offset: int) -> list[Span]
     if pending is not None:
         merged.append(pending)
     return [s for s in merged if s.text]
+
+
+def _attach_stray_punctuation(spans: list[Span], text: str, offset: int) -> list[Span]:
+    """ "Wow!!!" can come back as "Wow!!" + "!": the stray mark belongs to the sentence before."""
+    attached: list[Span] = []
+    for span in spans:
+        if attached and not _has_words(span.text) and "\n" not in text[attached[-1].end - offset : span.start - offset]:
+            previous = attached[-1]
+            span = Span(text[previous.start - offset : span.end - offset], previous.start, span.end)
+            attached[-1] = span
+        else:
+            attached.append(span)
+    return attached
 
 
 def _has_words(text: str) -> bool:

@@ -110,9 +110,7 @@ class JsonLLM(Protocol):
     """What a step needs from a language model: one JSON answer, parsed by the step's own
     pure `parse` function (which raises MalformedAnswer to get one more try)."""
 
-    def complete(
-        self, *, system: str, user: str, schema_name: str, schema: dict, parse: Callable[[Any], T]
-    ) -> T: ...
+    def complete(self, *, system: str, user: str, schema_name: str, schema: dict, parse: Callable[[Any], T]) -> T: ...
 
 
 class SearchProvider(Protocol):

@@ -24,9 +24,15 @@ class Command(BaseCommand):
         parser.add_argument("--json", dest="json_out", help="write the result JSON to this path")
         parser.add_argument("--model", help="a model from LLM_MODELS (default: the first)")
         parser.add_argument("--mode", choices=[m for m, _ in RETRIEVAL_MODES], help="passage retrieval mode")
-        parser.add_argument("--top-k-results", type=int, help=f"web results per claim (default {DEFAULT_SETTINGS['top_k_results']})")
-        parser.add_argument("--top-k-passages", type=int, help=f"passages per page (default {DEFAULT_SETTINGS['top_k_passages']})")
-        parser.add_argument("--context", type=int, help=f"context sentences around a match (default {DEFAULT_SETTINGS['context_size']})")
+        parser.add_argument(
+            "--top-k-results", type=int, help=f"web results per claim (default {DEFAULT_SETTINGS['top_k_results']})"
+        )
+        parser.add_argument(
+            "--top-k-passages", type=int, help=f"passages per page (default {DEFAULT_SETTINGS['top_k_passages']})"
+        )
+        parser.add_argument(
+            "--context", type=int, help=f"context sentences around a match (default {DEFAULT_SETTINGS['context_size']})"
+        )
         parser.add_argument("--timeout", type=float, default=900, help="give up waiting after this many seconds")
 
     def handle(self, *args, **options) -> None:
@@ -107,7 +113,9 @@ def summary(result: dict, verification: Verification) -> str:
         "",
     ]
     for sentence in result["sentences"]:
-        lines.append(f"[{sentence['band']:>6} {_percent(sentence['score'])}] S{sentence['index'] + 1}: {sentence['text']}")
+        lines.append(
+            f"[{sentence['band']:>6} {_percent(sentence['score'])}] S{sentence['index'] + 1}: {sentence['text']}"
+        )
         if sentence["error"]:
             lines.append(f"    ({sentence['error']})")
         for claim in sentence["claims"]:

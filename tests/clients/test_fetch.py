@@ -1,0 +1,356 @@
+"""PageFetcher against real HTTP servers on 127.0.0.1. Every server here is loopback, so a
+fetcher with allow_private=False must refuse all of them; the tests that need a page to load
+use allow_private=True."""
+
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.fakes import FakePage, FakeSite
+from verification.clients import fetch
+from verification.clients.fetch import PageFetcher, is_public_address
+from verification.pipeline.types import StepError
+
+ARTICLE = FakePage("Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris.")
+
+
+class _QuietHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def serve():
+    """Starts a one-off server on 127.0.0.1 whose GET runs `respond(handler)`; returns its URL."""
+    servers = []
+
+    def start(respond) -> str:
+        handler = type("Handler", (_QuietHandler,), {"do_GET": lambda self: respond(self)})
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        httpd.daemon_threads = True
+        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+        servers.append(httpd)
+        return f"http://127.0.0.1:{httpd.server_address[1]}"
+
+    yield start
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def sites():
+    """Starts FakeSites from their pages; returns them started, stopped after the test."""
+    started = []
+
+    def start(pages: dict[str, FakePage], **options) -> FakeSite:
+        site = FakeSite(pages=pages, **options).start()
+        started.append(site)
+        return site
+
+    yield start
+    for site in started:
+        site.stop()
+
+
+def fetcher(*, allow_private: bool = True, timeout: float = 2, max_bytes: int = 1_000_000):
+    return PageFetcher(timeout=timeout, max_bytes=max_bytes, allow_private=allow_private)
+
+
+def send(handler, status: int, body: bytes, content_type: str | None = "text/html") -> None:
+    handler.send_response(status)
+    if content_type is not None:
+        handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- which addresses count as public
+
+
+@pytest.mark.parametrize(
+    ("address", "public"),
+    [
+        ("8.8.8.8", True),
+        ("2001:4860:4860::8888", True),
+        ("::ffff:8.8.8.8", True),
+        ("127.0.0.1", False),
+        ("10.0.0.1", False),
+        ("172.16.0.1", False),
+        ("192.168.1.1", False),
+        ("100.64.0.1", False),
+        ("169.254.169.254", False),
+        ("0.0.0.0", False),
+        ("255.255.255.255", False),
+        ("224.0.0.1", False),
+        ("239.255.255.250", False),
+        ("::1", False),
+        ("::", False),
+        ("::ffff:127.0.0.1", False),
+        ("::ffff:169.254.169.254", False),
+        ("fc00::1", False),
+        ("fe80::1%eth0", False),
+        ("ff0e::1", False),
+        ("64:ff9b::7f00:1", False),  # NAT64 for 127.0.0.1
+        ("64:ff9b::a00:1", False),  # NAT64 for 10.0.0.1
+        ("2002:7f00:1::", False),  # 6to4 for 127.0.0.1
+        ("::127.0.0.1", False),  # IPv4-compatible
+        ("64:ff9b::808:808", True),  # NAT64 for 8.8.8.8
+    ],
+)
+def test_it_tells_public_addresses_from_the_rest(address, public):
+    assert is_public_address(address) is public
+
+
+# --- refusing the server's own network
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_it_refuses_a_private_address_without_sending_a_request(sites, host):
+    site = sites({"/eiffel": ARTICLE})
+    port = site.httpd.server_address[1]
+
+    with pytest.raises(StepError) as error:
+        fetcher(allow_private=False).fetch(f"http://{host}:{port}/eiffel")
+
+    assert str(error.value) == (f"refused to fetch {host}: it resolves to a non-public address (127.0.0.1)")
+    assert site.hits == {}
+
+
+def test_it_fetches_a_private_address_when_allowed(sites):
+    site = sites({"/eiffel": ARTICLE})
+
+    document = fetcher(allow_private=True).fetch(site.url + "/eiffel")
+
+    assert document.url == document.final_url == site.url + "/eiffel"
+    assert document.content_type == "text/html"
+    assert document.charset == "utf-8"
+    assert b"<title>Eiffel Tower</title>" in document.body
+    assert site.hits == {"/eiffel": 1}
+
+
+def test_it_refuses_a_redirect_to_a_private_address(sites, monkeypatch):
+    # No public server can take part in a test, so the first peer (the page that redirects)
+    # is declared public and every later one keeps its real, private, verdict. What this
+    # proves is that the check runs again on the connection of the redirect hop, not once
+    # on the URL asked for.
+    peers = []
+
+    def only_the_first_peer_is_public(address: str) -> bool:
+        peers.append(address)
+        return len(peers) == 1
+
+    monkeypatch.setattr(fetch, "is_public_address", only_the_first_peer_is_public)
+    internal = sites({"/secret": FakePage("Internal", "Credentials.")})
+    entry = sites({"/go": FakePage("", "", redirect_to=internal.url + "/secret")})
+
+    with pytest.raises(StepError) as error:
+        fetcher(allow_private=False).fetch(entry.url + "/go")
+
+    assert "non-public address (127.0.0.1)" in str(error.value)
+    assert entry.hits == {"/go": 1}
+    assert internal.hits == {}
+    assert peers == ["127.0.0.1", "127.0.0.1"]
+
+
+def test_it_follows_a_redirect_and_reports_where_it_ended(sites):
+    target = sites({"/eiffel": ARTICLE})
+    entry = sites({"/go": FakePage("", "", redirect_to=target.url + "/eiffel")})
+
+    document = fetcher().fetch(entry.url + "/go")
+
+    assert document.url == entry.url + "/go"
+    assert document.final_url == target.url + "/eiffel"
+    assert b"Eiffel Tower" in document.body
+
+
+def test_it_stops_after_too_many_redirects(sites):
+    site = sites({})
+    site.pages["/loop"] = FakePage("", "", redirect_to=site.url + "/loop")
+
+    with pytest.raises(StepError, match="redirected more than 5 times"):
+        fetcher().fetch(site.url + "/loop")
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://127.0.0.1/file.html"])
+@pytest.mark.parametrize("allow_private", [True, False])
+def test_it_fetches_only_http_and_https(url, allow_private):
+    with pytest.raises(StepError, match="only http and https"):
+        fetcher(allow_private=allow_private).fetch(url)
+
+
+# --- what the page answers
+
+
+@pytest.mark.parametrize(("path", "status"), [("/blocked", 403), ("/missing", 404)])
+def test_it_reports_an_error_status(sites, path, status):
+    site = sites({"/blocked": FakePage("Blocked", "No robots.", status=403)})
+
+    with pytest.raises(StepError) as error:
+        fetcher().fetch(site.url + path)
+
+    assert str(error.value) == f"the page answered HTTP {status}"
+
+
+def test_it_refuses_a_document_that_is_not_a_web_page(sites):
+    site = sites({"/paper.pdf": FakePage("Paper", "%PDF-1.7", content_type="application/pdf")})
+
+    with pytest.raises(StepError) as error:
+        fetcher().fetch(site.url + "/paper.pdf")
+
+    assert str(error.value) == "not a web page (application/pdf)"
+
+
+@pytest.mark.parametrize(
+    ("header", "content_type"),
+    [
+        ("text/html", "text/html"),
+        ("TEXT/HTML; charset=utf-8", "text/html"),
+        ("application/xhtml+xml", "application/xhtml+xml"),
+        ("text/plain; charset=utf-8", "text/plain"),
+        (None, "text/html"),
+    ],
+)
+def test_it_accepts_web_pages_and_plain_text(serve, header, content_type):
+    url = serve(lambda handler: send(handler, 200, b"<p>Hello</p>", header))
+
+    document = fetcher().fetch(url + "/")
+
+    assert document.content_type == content_type
+    assert document.body == b"<p>Hello</p>"
+
+
+@pytest.mark.parametrize(
+    ("header", "charset"),
+    [
+        ("text/html; charset=windows-1252", "windows-1252"),
+        ('text/html; charset="UTF-8"', "UTF-8"),
+        ("text/html; charset=ISO-8859-1", "ISO-8859-1"),
+        ("text/html", None),
+    ],
+)
+def test_it_reports_the_charset_the_server_declared(sites, header, charset):
+    site = sites({"/page": FakePage("Page", "Text.", content_type=header)})
+
+    assert fetcher().fetch(site.url + "/page").charset == charset
+
+
+def test_it_leaves_an_undeclared_charset_to_the_reader(serve):
+    body = "<p>Café – “quoted” in cp1252</p>".encode("cp1252")
+    url = serve(lambda handler: send(handler, 200, body, "text/html"))
+
+    document = fetcher().fetch(url + "/")
+
+    assert document.charset is None
+    assert document.body == body
+
+
+def test_it_identifies_itself_to_the_site(serve):
+    seen = {}
+
+    def respond(handler):
+        seen.update(handler.headers)
+        send(handler, 200, b"<p>Hello</p>")
+
+    url = serve(respond)
+
+    fetcher().fetch(url + "/")
+
+    assert "factsite" in seen["User-Agent"]
+    assert "text/html" in seen["Accept"]
+
+
+# --- large, slow and absent servers
+
+
+def test_it_keeps_only_the_first_max_bytes_of_a_large_page(serve):
+    start = b"<p>" + bytes(range(256)) * 1000
+    rest_sent = threading.Event()
+
+    def respond(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Content-Length", str(len(start) * 40))
+        handler.end_headers()
+        handler.wfile.write(start)
+        handler.wfile.flush()
+        # Far more than the cap, sent only after the fetcher would have timed out waiting:
+        # reading past the cap turns into a timeout instead of a truncated page.
+        time.sleep(3)
+        handler.wfile.write(start * 39)
+        rest_sent.set()
+
+    url = serve(respond)
+
+    document = fetcher(timeout=1, max_bytes=100_000).fetch(url + "/")
+
+    assert document.body == start[:100_000]
+    assert not rest_sent.is_set()
+
+
+def test_it_gives_up_on_a_page_that_does_not_answer_in_time(sites):
+    site = sites({"/slow": ARTICLE}, latency=3)
+    began = time.monotonic()
+
+    with pytest.raises(StepError) as error:
+        fetcher(timeout=0.2).fetch(site.url + "/slow")
+
+    assert str(error.value) == "the page did not answer within 0.2 s"
+    assert time.monotonic() - began < 2
+
+
+def test_it_gives_up_on_a_page_that_trickles_in(serve):
+    def respond(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        # Each chunk comes well within the read timeout, the whole page does not.
+        for _ in range(60):
+            handler.wfile.write(b"400\r\n" + b"x" * 1024 + b"\r\n")
+            handler.wfile.flush()
+            time.sleep(0.05)
+        handler.wfile.write(b"0\r\n\r\n")
+
+    url = serve(respond)
+    began = time.monotonic()
+
+    with pytest.raises(StepError, match="too slow to download"):
+        fetcher(timeout=0.2).fetch(url + "/")
+
+    assert time.monotonic() - began < 2
+
+
+def test_it_reports_a_server_that_cannot_be_reached():
+    with pytest.raises(StepError) as error:
+        fetcher().fetch(f"http://127.0.0.1:{closed_port()}/")
+
+    assert str(error.value) == "could not connect to the page's server"
+
+
+def test_a_page_that_stalls_mid_body_is_reported_as_too_slow(serve):
+    def respond(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Content-Length", "1000")
+        handler.end_headers()
+        handler.wfile.write(b"<p>start")
+        handler.wfile.flush()
+        time.sleep(1.5)
+
+    url = serve(respond)
+
+    with pytest.raises(StepError, match="did not answer within 0.3 s"):
+        fetcher(timeout=0.3).fetch(url + "/stalls")

@@ -1,0 +1,438 @@
+"""LLMClient over real HTTP against OpenAI-compatible servers on 127.0.0.1: FakeLLM for the
+happy paths, a scripted server where a test needs a given sequence of answers."""
+
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.fakes import FakeLLM
+from verification.clients import llm
+from verification.clients.llm import LLMClient, ModelChoice, decode_answer, parse_model_list
+from verification.pipeline.types import LLMUsage, MalformedAnswer, StepError
+
+SYSTEM = "You classify websites by the kind of source they are."
+SCHEMA = {
+    "type": "object",
+    "properties": {"source_type": {"type": "string"}},
+    "required": ["source_type"],
+    "additionalProperties": False,
+}
+# A server's own Retry-After keeps the openai client's backoff out of the tests' time.
+FAST_RETRY = {"retry-after-ms": "1"}
+
+
+def parse_source_type(value):
+    if not isinstance(value, dict) or "source_type" not in value:
+        raise MalformedAnswer("no source_type in the answer")
+    return value["source_type"]
+
+
+def ask(client: LLMClient, title: str = "Eiffel Tower - Wiki encyclopedia") -> str:
+    return client.complete(
+        system=SYSTEM,
+        user=f"Host: example.org\nTitle: {title}",
+        schema_name="source_type",
+        schema=SCHEMA,
+        parse=parse_source_type,
+    )
+
+
+def make_client(url: str, *, model="test-model", api_key="test-key", timeout=2.0, max_retries=0):
+    return LLMClient(model=model, base_url=url + "/v1", api_key=api_key, timeout=timeout, max_retries=max_retries)
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    content: str | None = '{"source_type": "wiki"}'
+    usage: dict | None = field(
+        default_factory=lambda: {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+    )
+    headers: dict = field(default_factory=dict)
+    delay: float = 0.0
+
+
+class _ScriptedHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_: "ScriptedLLM"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        reply = self.server_.next_reply(self.headers, body)
+        time.sleep(reply.delay)
+        if reply.status == 200:
+            payload = {
+                "id": "chatcmpl-scripted",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": reply.content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": reply.usage,
+            }
+        else:
+            payload = {"error": {"message": f"scripted {reply.status}", "type": "scripted"}}
+        data = json.dumps(payload).encode()
+        self.send_response(reply.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class ScriptedLLM:
+    """Chat completions on 127.0.0.1 answering with `replies` in order (the last one repeats),
+    recording each request's headers (case-insensitive) and JSON body."""
+
+    def __init__(self, replies: list[Reply]) -> None:
+        self.replies = replies
+        self.requests: list[tuple[Message, dict]] = []
+        self._lock = threading.Lock()
+        handler = type("Handler", (_ScriptedHandler,), {"server_": self})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def next_reply(self, headers: Message, body: dict) -> Reply:
+        with self._lock:
+            self.requests.append((headers, body))
+            return self.replies[min(len(self.requests), len(self.replies)) - 1]
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(autouse=True)
+def fresh_llm_state(monkeypatch):
+    # Ports are reused between tests; nothing learnt about one server may leak into another.
+    monkeypatch.setattr(llm, "_NO_STRUCTURED_OUTPUT", set())
+    llm._openai_client.cache_clear()
+    yield
+    llm._openai_client.cache_clear()
+
+
+@pytest.fixture
+def scripted():
+    servers = []
+
+    def start(*replies: Reply) -> ScriptedLLM:
+        server = ScriptedLLM(list(replies))
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def fake_llm():
+    servers = []
+
+    def start(**options) -> FakeLLM:
+        server = FakeLLM(**options).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- answers
+
+
+def test_it_returns_the_parsed_answer(fake_llm):
+    server = fake_llm()
+
+    assert ask(make_client(server.url)) == "wiki"
+
+    [request] = server.requests
+    assert request["model"] == "test-model"
+    assert request["temperature"] == 0
+    assert [m["role"] for m in request["messages"]] == ["system", "user"]
+    assert request["messages"][0]["content"] == SYSTEM
+    assert request["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "source_type", "schema": SCHEMA, "strict": True},
+    }
+
+
+def test_it_falls_back_to_plain_text_when_the_server_has_no_structured_output(fake_llm):
+    server = fake_llm(structured=False)
+
+    assert ask(make_client(server.url)) == "wiki"
+
+    structured, plain = server.requests
+    assert "response_format" in structured
+    assert "response_format" not in plain
+    assert json.dumps(SCHEMA) in plain["messages"][-1]["content"]
+
+
+def test_it_remembers_a_server_without_structured_output(fake_llm):
+    server = fake_llm(structured=False)
+    client = make_client(server.url)
+    ask(client)
+
+    assert ask(client, title="City News") == "news"
+
+    assert ["response_format" in r for r in server.requests] == [True, False, False]
+
+
+def test_it_remembers_the_fallback_per_model(fake_llm):
+    server = fake_llm(structured=False)
+    ask(make_client(server.url, model="small"))
+
+    ask(make_client(server.url, model="large"))
+
+    assert [(r["model"], "response_format" in r) for r in server.requests] == [
+        ("small", True),
+        ("small", False),
+        ("large", True),
+        ("large", False),
+    ]
+
+
+def test_it_gives_up_when_the_server_refuses_plain_text_too(scripted):
+    server = scripted(Reply(status=400))
+
+    with pytest.raises(StepError, match="HTTP 400"):
+        ask(make_client(server.url, max_retries=2))
+
+    assert ["response_format" in body for _, body in server.requests] == [True, False]
+
+
+def test_it_asks_once_more_after_a_malformed_answer(scripted):
+    server = scripted(Reply(content="Sorry, I cannot help with that."), Reply())
+    client = make_client(server.url)
+
+    assert ask(client) == "wiki"
+
+    assert len(server.requests) == 2
+    assert client.usage.calls == 2
+
+
+def test_it_fails_after_two_malformed_answers(fake_llm):
+    server = fake_llm(garbage_words=("garbage",))
+
+    with pytest.raises(StepError) as error:
+        ask(make_client(server.url), title="garbage")
+
+    assert str(error.value) == ("the model test-model gave a malformed answer twice (no source_type in the answer)")
+    assert server.calls["source_type"] == 2
+
+
+def test_it_treats_an_empty_answer_as_malformed(scripted):
+    server = scripted(Reply(content=None))
+
+    with pytest.raises(StepError, match="malformed answer twice"):
+        ask(make_client(server.url))
+
+    assert len(server.requests) == 2
+
+
+# --- failures of the server
+
+
+def test_it_retries_a_server_error_then_reports_it(scripted):
+    server = scripted(Reply(status=500, headers=FAST_RETRY))
+    client = make_client(server.url, max_retries=2)
+
+    with pytest.raises(StepError) as error:
+        ask(client)
+
+    assert str(error.value) == "the LLM server answered HTTP 500 for test-model, also after retries"
+    assert len(server.requests) == 3
+    assert client.usage.calls == 0
+
+
+def test_it_retries_a_rate_limit_then_succeeds(scripted):
+    server = scripted(Reply(status=429, headers=FAST_RETRY), Reply())
+    client = make_client(server.url, max_retries=2)
+
+    assert ask(client) == "wiki"
+
+    assert len(server.requests) == 2
+    assert client.usage.calls == 1
+
+
+def test_it_reports_a_refused_api_key_without_retrying(scripted):
+    server = scripted(Reply(status=401, headers=FAST_RETRY))
+
+    with pytest.raises(StepError) as error:
+        ask(make_client(server.url, max_retries=2))
+
+    assert str(error.value) == ("the LLM server refused the API key (HTTP 401): check OPENAI_API_KEY for test-model")
+    assert len(server.requests) == 1
+
+
+def test_it_reports_an_unknown_model(scripted):
+    server = scripted(Reply(status=404))
+
+    with pytest.raises(StepError) as error:
+        ask(make_client(server.url))
+
+    assert str(error.value) == (f"the LLM server at {server.url}/v1 does not know the model test-model (HTTP 404)")
+
+
+def test_it_reports_a_server_that_does_not_answer_in_time(scripted):
+    server = scripted(Reply(delay=3))
+    began = time.monotonic()
+
+    with pytest.raises(StepError, match="did not answer in time"):
+        ask(make_client(server.url, timeout=0.3))
+
+    assert time.monotonic() - began < 2
+
+
+def test_it_reports_a_server_that_cannot_be_reached():
+    url = f"http://127.0.0.1:{closed_port()}"
+
+    with pytest.raises(StepError) as error:
+        ask(make_client(url))
+
+    assert str(error.value) == f"could not connect to the LLM server at {url}/v1"
+
+
+# --- key and usage
+
+
+@pytest.mark.parametrize(("api_key", "sent"), [("test-key", "test-key"), ("", "unused")])
+def test_it_sends_the_api_key(scripted, api_key, sent):
+    server = scripted(Reply())
+
+    ask(make_client(server.url, api_key=api_key))
+
+    [(headers, _)] = server.requests
+    assert headers["Authorization"] == f"Bearer {sent}"
+
+
+def test_it_counts_calls_and_tokens(scripted):
+    server = scripted(Reply())
+    client = make_client(server.url)
+
+    ask(client)
+    ask(client)
+
+    assert client.usage == LLMUsage(calls=2, prompt_tokens=22, completion_tokens=14)
+
+
+def test_it_counts_a_call_whose_answer_has_no_usage(scripted):
+    server = scripted(Reply(usage=None))
+    client = make_client(server.url)
+
+    ask(client)
+
+    assert client.usage == LLMUsage(calls=1, prompt_tokens=0, completion_tokens=0)
+
+
+# --- pure helpers
+
+DEFAULT = "https://api.openai.com/v1"
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("gpt-4o-mini", [ModelChoice("gpt-4o-mini", DEFAULT)]),
+        (
+            "gpt-4o-mini,llama3.1:8b=http://localhost:11434/v1",
+            [
+                ModelChoice("gpt-4o-mini", DEFAULT),
+                ModelChoice("llama3.1:8b", "http://localhost:11434/v1"),
+            ],
+        ),
+        (" a , , b ,", [ModelChoice("a", DEFAULT), ModelChoice("b", DEFAULT)]),
+        ("a=", [ModelChoice("a", DEFAULT)]),
+        ("m = http://gpu:8000/v1 ", [ModelChoice("m", "http://gpu:8000/v1")]),
+        ("m=http://gpu/v1?key=1", [ModelChoice("m", "http://gpu/v1?key=1")]),
+        ("=http://gpu/v1", []),
+        ("", []),
+    ],
+)
+def test_it_parses_the_model_list(spec, expected):
+    assert parse_model_list(spec, DEFAULT) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('  {"a": 1}\n', {"a": 1}),
+        ('```json\n{"a": 1}\n```', {"a": 1}),
+        ('```JSON\n{"a": 1}\n```', {"a": 1}),
+        ('```\n{"a": 1}\n```', {"a": 1}),
+        ('Here is the answer:\n```json\n{"a": 1}\n```', {"a": 1}),
+        ('Sure! {"a": {"b": [1, 2]}} Hope this helps.', {"a": {"b": [1, 2]}}),
+        ("[1, 2]", [1, 2]),
+        ("  Sorry, I cannot help with that.  ", "Sorry, I cannot help with that."),
+        ("a {broken: json} b", "a {broken: json} b"),
+        ("", ""),
+    ],
+)
+def test_it_decodes_json_from_an_answer(text, expected):
+    assert decode_answer(text) == expected
+
+
+def test_a_400_that_plain_text_also_gets_is_not_taken_for_missing_structured_output(scripted):
+    server = scripted(Reply(status=400), Reply(status=400), Reply())
+
+    with pytest.raises(StepError, match="HTTP 400"):
+        ask(make_client(server.url))
+    ask(make_client(server.url))
+
+    assert ["response_format" in body for _, body in server.requests] == [True, False, True]
+
+
+def test_a_server_that_is_not_an_openai_api_fails_with_a_readable_reason(serve_html):
+    with pytest.raises(StepError, match="did not answer like an OpenAI chat-completions API"):
+        ask(make_client(serve_html))
+
+
+@pytest.fixture
+def serve_html():
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = b"<html>hello</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()

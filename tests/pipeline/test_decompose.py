@@ -1,0 +1,233 @@
+import pytest
+
+from verification.pipeline.decompose import (
+    MAX_CLAIMS_PER_SENTENCE,
+    MAX_QUERY_CHARS,
+    SCHEMA,
+    SYSTEM_PROMPT,
+    build_prompt,
+    decompose_sentence,
+    parse_claims,
+)
+from verification.pipeline.types import ClaimDraft, MalformedAnswer, SegmentedSentence
+
+
+class FakeModel:
+    """Answers every call with a fixed answer, run through the step's own parser."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.calls: list[dict] = []
+
+    def complete(self, *, system, user, schema_name, schema, parse):
+        self.calls.append({"system": system, "user": user, "schema_name": schema_name, "schema": schema})
+        return parse(self.answer)
+
+
+def sentence(context: tuple[str, ...], position: int) -> SegmentedSentence:
+    return SegmentedSentence(
+        index=0,
+        text=context[position],
+        start=0,
+        end=len(context[position]),
+        paragraph_index=0,
+        context=context,
+        position_in_context=position,
+    )
+
+
+CONTEXT = (
+    "Metformin is the first-line drug for type 2 diabetes.",
+    "It was approved in the US in 1994.",
+    "I hope this helps!",
+)
+
+
+def test_build_prompt_numbers_the_context_and_names_the_target():
+    prompt = build_prompt(sentence(CONTEXT, 1))
+
+    assert prompt == (
+        "Context:\n"
+        "S1: Metformin is the first-line drug for type 2 diabetes.\n"
+        "S2: It was approved in the US in 1994.\n"
+        "S3: I hope this helps!\n"
+        "Target sentence: S2\n"
+        "Answer:"
+    )
+
+
+@pytest.mark.parametrize(("position", "target"), [(0, "S1"), (2, "S3")])
+def test_build_prompt_targets_the_sentence_position(position, target):
+    assert build_prompt(sentence(CONTEXT, position)).endswith(f"Target sentence: {target}\nAnswer:")
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (
+            {"claims": [{"claim": "Metformin was approved in 1994.", "query": "metformin 1994"}]},
+            [ClaimDraft("Metformin was approved in 1994.", "metformin 1994")],
+        ),
+        (
+            [{"claim": "Metformin was approved in 1994.", "query": "metformin 1994"}],
+            [ClaimDraft("Metformin was approved in 1994.", "metformin 1994")],
+        ),
+        (
+            ["Metformin lowers blood sugar.", "Metformin was approved in 1994."],
+            [
+                ClaimDraft("Metformin lowers blood sugar.", "Metformin lowers blood sugar."),
+                ClaimDraft("Metformin was approved in 1994.", "Metformin was approved in 1994."),
+            ],
+        ),
+        ({"claims": []}, []),
+        ([], []),
+    ],
+    ids=["object", "bare-list-of-objects", "bare-list-of-strings", "empty-object", "empty-list"],
+)
+def test_it_parses_the_json_shapes(answer, expected):
+    assert parse_claims(answer) == expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (
+            "- Metformin lowers blood sugar. | metformin blood sugar\n"
+            "* Metformin acts on the liver | metformin liver\n"
+            "• Metformin is cheap | metformin price\n"
+            "1. Metformin was approved in 1994 | metformin 1994\n"
+            "2) Metformin is oral|metformin oral",
+            [
+                ClaimDraft("Metformin lowers blood sugar.", "metformin blood sugar"),
+                ClaimDraft("Metformin acts on the liver", "metformin liver"),
+                ClaimDraft("Metformin is cheap", "metformin price"),
+                ClaimDraft("Metformin was approved in 1994", "metformin 1994"),
+                ClaimDraft("Metformin is oral", "metformin oral"),
+            ],
+        ),
+        (
+            "Here are the claims:\n- Metformin is oral | metformin oral\nThat is all.",
+            [ClaimDraft("Metformin is oral", "metformin oral")],
+        ),
+        (
+            "- Metformin is oral",
+            [ClaimDraft("Metformin is oral", "Metformin is oral")],
+        ),
+    ],
+    ids=["every-bullet-style", "prose-around-bullets", "bullet-without-query"],
+)
+def test_it_parses_a_plain_text_bullet_list(answer, expected):
+    assert parse_claims(answer) == expected
+
+
+@pytest.mark.parametrize("answer", ["", "none", "None.", "No claims", "no claim."])
+def test_it_reads_an_empty_or_none_answer_as_no_claims(answer):
+    assert parse_claims(answer) == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I cannot help with that.",
+        "-Metformin is oral",
+        "No claims here because it is an opinion.",
+        {"claims": "Metformin is oral"},
+        {"answer": []},
+        42,
+        None,
+        {"claims": [1]},
+        [["Metformin is oral"]],
+    ],
+)
+def test_it_rejects_an_answer_of_the_wrong_shape(answer):
+    with pytest.raises(MalformedAnswer):
+        parse_claims(answer)
+
+
+def test_it_collapses_whitespace_and_drops_duplicates():
+    answer = {
+        "claims": [
+            {"claim": "  Metformin   is\noral. ", "query": " metformin \t oral "},
+            {"claim": "Metformin is oral.", "query": "metformin oral"},
+            {"claim": "Metformin is cheap.", "query": "metformin price"},
+        ]
+    }
+
+    assert parse_claims(answer) == [
+        ClaimDraft("Metformin is oral.", "metformin oral"),
+        ClaimDraft("Metformin is cheap.", "metformin price"),
+    ]
+
+
+def test_it_skips_claims_without_text():
+    answer = {
+        "claims": [
+            {"claim": "", "query": "orphan query"},
+            {"claim": None, "query": "orphan query"},
+            {"query": "orphan query"},
+            {"claim": "   ", "query": "orphan query"},
+            {"claim": "Metformin is oral.", "query": ""},
+        ]
+    }
+
+    assert parse_claims(answer) == [ClaimDraft("Metformin is oral.", "Metformin is oral.")]
+
+
+def test_it_cuts_a_long_query():
+    [draft] = parse_claims({"claims": [{"claim": "Metformin is oral.", "query": "q" * 500}]})
+
+    assert draft.query == "q" * MAX_QUERY_CHARS
+
+
+def test_it_keeps_at_most_the_first_claims_after_deduplicating():
+    repeated = [{"claim": "Claim 0.", "query": "q"}] * 3
+    distinct = [{"claim": f"Claim {i}.", "query": "q"} for i in range(12)]
+
+    drafts = parse_claims({"claims": repeated + distinct})
+
+    assert [d.text for d in drafts] == [f"Claim {i}." for i in range(MAX_CLAIMS_PER_SENTENCE)]
+
+
+def test_decompose_sentence_asks_the_model_with_the_prompt_and_schema():
+    model = FakeModel({"claims": [{"claim": "Metformin was approved in the US in 1994."}]})
+    target = sentence(CONTEXT, 1)
+
+    drafts = decompose_sentence(model, target)
+
+    assert drafts == [
+        ClaimDraft(
+            "Metformin was approved in the US in 1994.",
+            "Metformin was approved in the US in 1994.",
+        )
+    ]
+    assert model.calls == [
+        {
+            "system": SYSTEM_PROMPT,
+            "user": build_prompt(target),
+            "schema_name": "claims",
+            "schema": SCHEMA,
+        }
+    ]
+
+
+def test_decompose_sentence_parses_a_plain_text_answer():
+    model = FakeModel("- Metformin was approved in 1994 | metformin approval 1994")
+
+    assert decompose_sentence(model, sentence(CONTEXT, 1)) == [
+        ClaimDraft("Metformin was approved in 1994", "metformin approval 1994")
+    ]
+
+
+def test_decompose_sentence_raises_malformed_answer_so_the_model_can_ask_again():
+    model = FakeModel("Sorry, I am not able to help with that.")
+
+    with pytest.raises(MalformedAnswer):
+        decompose_sentence(model, sentence(CONTEXT, 1))
+
+
+def test_the_same_claim_with_two_queries_is_checked_once():
+    answer = {
+        "claims": [{"claim": "Water boils at 100 C.", "query": "a"}, {"claim": "water boils at 100 C.", "query": "b"}]
+    }
+
+    assert parse_claims(answer) == [ClaimDraft("Water boils at 100 C.", "a")]

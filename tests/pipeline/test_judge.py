@@ -1,0 +1,258 @@
+import pytest
+
+from verification.pipeline.judge import (
+    BATCH_SIZE,
+    MAX_PASSAGE_CHARS,
+    NO_VERDICT,
+    SCHEMA,
+    SYSTEM_PROMPT,
+    batches,
+    build_prompt,
+    judge_claim,
+    parse_judgements,
+    parse_verdict,
+)
+from verification.pipeline.types import EvidenceToJudge, Judgement, MalformedAnswer, Verdict
+
+LABELS = {"E1": "ev-1", "E2": "ev-2", "E3": "ev-3"}
+
+
+class FakeModel:
+    """Answers every call with a fixed answer, run through the step's own parser."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.calls: list[dict] = []
+
+    def complete(self, *, system, user, schema_name, schema, parse):
+        self.calls.append({"system": system, "user": user, "schema_name": schema_name, "schema": schema})
+        return parse(self.answer)
+
+
+def missing(key: str) -> Judgement:
+    return Judgement(key=key, verdict=None, rationale="", error=NO_VERDICT)
+
+
+def test_it_parses_the_json_shape_in_label_order():
+    answer = {
+        "judgements": [
+            {"evidence": "E2", "rationale": "It says the\n opposite.", "verdict": "not_supported"},
+            {"evidence": "E1", "rationale": "It says so.", "verdict": "supported"},
+            {"evidence": " e3 ", "rationale": "", "verdict": "irrelevant"},
+        ]
+    }
+
+    assert parse_judgements(answer, LABELS) == [
+        Judgement("ev-1", Verdict.SUPPORTED, "It says so."),
+        Judgement("ev-2", Verdict.NOT_SUPPORTED, "It says the opposite."),
+        Judgement("ev-3", Verdict.IRRELEVANT, ""),
+    ]
+
+
+def test_it_parses_a_bare_list():
+    answer = [{"evidence": "E2", "rationale": "It says so.", "verdict": "supported"}]
+
+    assert parse_judgements(answer, LABELS) == [
+        missing("ev-1"),
+        Judgement("ev-2", Verdict.SUPPORTED, "It says so."),
+        missing("ev-3"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (
+            "E1: supported: The passage says so.\n"
+            "E2: not supported: It contradicts the claim.\n"
+            "**E3** - irrelevant - Off topic.",
+            [
+                Judgement("ev-1", Verdict.SUPPORTED, "The passage says so."),
+                Judgement("ev-2", Verdict.NOT_SUPPORTED, "It contradicts the claim."),
+                Judgement("ev-3", Verdict.IRRELEVANT, "Off topic."),
+            ],
+        ),
+        (
+            "Here is my verdict.\nE1 supported: It says: yes.\n- E3: Not_Supported — Wrong year.",
+            [
+                Judgement("ev-1", Verdict.SUPPORTED, "It says: yes."),
+                missing("ev-2"),
+                Judgement("ev-3", Verdict.NOT_SUPPORTED, "Wrong year."),
+            ],
+        ),
+    ],
+    ids=["one-line-each", "prose-and-other-separators"],
+)
+def test_it_parses_plain_text_lines(answer, expected):
+    assert parse_judgements(answer, LABELS) == expected
+
+
+def test_it_gives_an_error_to_the_evidence_the_model_skipped():
+    answer = {"judgements": [{"evidence": "E3", "rationale": "Says so.", "verdict": "supported"}]}
+
+    judgements = parse_judgements(answer, LABELS)
+
+    assert [j.key for j in judgements] == ["ev-1", "ev-2", "ev-3"]
+    assert [j.error for j in judgements] == [NO_VERDICT, NO_VERDICT, ""]
+    assert [j.verdict for j in judgements] == [None, None, Verdict.SUPPORTED]
+
+
+def test_it_keeps_the_first_usable_verdict_for_a_label():
+    answer = {
+        "judgements": [
+            {"evidence": "E1", "rationale": "unclear", "verdict": "maybe"},
+            {"evidence": "E1", "rationale": "first", "verdict": "supported"},
+            {"evidence": "E1", "rationale": "second", "verdict": "irrelevant"},
+        ]
+    }
+
+    assert parse_judgements(answer, LABELS)[0] == Judgement("ev-1", Verdict.SUPPORTED, "first")
+
+
+def test_it_skips_entries_that_are_not_objects():
+    answer = {"judgements": ["E1: supported", {"evidence": "E2", "verdict": "false"}]}
+
+    assert parse_judgements(answer, LABELS) == [
+        missing("ev-1"),
+        Judgement("ev-2", Verdict.NOT_SUPPORTED, ""),
+        missing("ev-3"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"judgements": []},
+        {"judgements": [{"evidence": "E9", "rationale": "x", "verdict": "supported"}]},
+        {"judgements": [{"evidence": "E1", "rationale": "x", "verdict": "maybe"}]},
+        {"judgements": [{"evidence": "E1", "rationale": "x", "verdict": None}]},
+        {"judgements": [{"rationale": "x", "verdict": "supported"}]},
+        "Sorry, I cannot judge these passages.",
+        "E1: maybe: unclear",
+        "",
+    ],
+)
+def test_it_rejects_an_answer_that_judges_none_of_the_evidence(answer):
+    with pytest.raises(MalformedAnswer):
+        parse_judgements(answer, LABELS)
+
+
+@pytest.mark.parametrize("answer", [None, 5, {"verdicts": []}, {"judgements": "E1: supported"}])
+def test_it_rejects_an_answer_of_the_wrong_shape(answer):
+    with pytest.raises(MalformedAnswer, match="judgements"):
+        parse_judgements(answer, LABELS)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("supported", Verdict.SUPPORTED),
+        (" Supported ", Verdict.SUPPORTED),
+        ("supports", Verdict.SUPPORTED),
+        ("TRUE", Verdict.SUPPORTED),
+        ("not_supported", Verdict.NOT_SUPPORTED),
+        ("Not Supported", Verdict.NOT_SUPPORTED),
+        ("not-supported", Verdict.NOT_SUPPORTED),
+        ("unsupported", Verdict.NOT_SUPPORTED),
+        ("refuted", Verdict.NOT_SUPPORTED),
+        ("contradicted", Verdict.NOT_SUPPORTED),
+        ("false", Verdict.NOT_SUPPORTED),
+        ("irrelevant", Verdict.IRRELEVANT),
+        ("not relevant", Verdict.IRRELEVANT),
+        ("Not enough info", Verdict.IRRELEVANT),
+        ("maybe", None),
+        ("", None),
+        (None, None),
+        (True, None),
+    ],
+)
+def test_parse_verdict_accepts_synonyms(value, expected):
+    assert parse_verdict(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("count", "size", "expected"),
+    [
+        (0, 8, []),
+        (3, 2, [[0, 1], [2]]),
+        (4, 2, [[0, 1], [2, 3]]),
+        (17, BATCH_SIZE, [list(range(0, 8)), list(range(8, 16)), [16]]),
+    ],
+)
+def test_batches_splits_in_order(count, size, expected):
+    assert batches(list(range(count)), size) == expected
+
+
+def test_build_prompt_labels_each_passage_with_its_source():
+    items = [
+        EvidenceToJudge("a", "Eiffel Tower - Wiki", "The tower was completed in 1889."),
+        EvidenceToJudge("b", "", "The tower is in Paris."),
+    ]
+
+    prompt = build_prompt("The Eiffel Tower was completed in 1889.", "The tower. Its age.", items)
+
+    assert prompt == (
+        "Context paragraph:\nThe tower. Its age.\n\n"
+        "Claim: The Eiffel Tower was completed in 1889.\n\n"
+        "Evidence passages:\n"
+        "E1 (from: Eiffel Tower - Wiki)\nThe tower was completed in 1889.\n\n"
+        "E2\nThe tower is in Paris."
+    )
+
+
+def test_build_prompt_truncates_long_titles_and_passages():
+    items = [EvidenceToJudge("a", "T" * 400, "p" * (MAX_PASSAGE_CHARS + 1000) + "END")]
+
+    prompt = build_prompt("claim", "context", items)
+
+    assert f"E1 (from: {'T' * 150})\n" in prompt
+    assert "T" * 151 not in prompt
+    assert prompt.endswith("\n" + "p" * MAX_PASSAGE_CHARS)
+
+
+def test_judge_claim_maps_labels_back_to_evidence_keys():
+    items = [
+        EvidenceToJudge("source-7", "Wiki", "The tower was completed in 1889."),
+        EvidenceToJudge("source-9", "Blog", "Bananas are yellow."),
+    ]
+    model = FakeModel(
+        {
+            "judgements": [
+                {"evidence": "E1", "rationale": "States the year.", "verdict": "supported"},
+                {"evidence": "E2", "rationale": "About fruit.", "verdict": "irrelevant"},
+            ]
+        }
+    )
+
+    judgements = judge_claim(model, claim="Completed in 1889.", context="ctx", items=items)
+
+    assert judgements == [
+        Judgement("source-7", Verdict.SUPPORTED, "States the year."),
+        Judgement("source-9", Verdict.IRRELEVANT, "About fruit."),
+    ]
+    assert model.calls == [
+        {
+            "system": SYSTEM_PROMPT,
+            "user": build_prompt("Completed in 1889.", "ctx", items),
+            "schema_name": "judgements",
+            "schema": SCHEMA,
+        }
+    ]
+
+
+def test_judge_claim_ignores_labels_beyond_its_batch():
+    items = [EvidenceToJudge("only", "", "The tower was completed in 1889.")]
+    model = FakeModel("E1: supported: yes\nE2: not supported: no")
+
+    assert judge_claim(model, claim="c", context="", items=items) == [Judgement("only", Verdict.SUPPORTED, "yes")]
+
+
+def test_a_hyphenated_verdict_in_plain_text_is_understood():
+    judgements = parse_judgements(
+        "E1: not-supported: the page says 1887\nE2: supported - it says so", {"E1": "a", "E2": "b"}
+    )
+
+    assert [(j.key, j.verdict, j.rationale) for j in judgements] == [
+        ("a", Verdict.NOT_SUPPORTED, "the page says 1887"),
+        ("b", Verdict.SUPPORTED, "it says so"),
+    ]

@@ -1,0 +1,177 @@
+import pytest
+
+from verification.pipeline.segment import (
+    CONTEXT_BUDGET_CHARS,
+    MAX_SENTENCE_CHARS,
+    segment,
+    split_sentences,
+)
+
+
+def texts(text: str) -> list[str]:
+    return [s.text for s in segment(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The U.S. economy grew. It was fast.", ["The U.S. economy grew.", "It was fast."]),
+        ("Dr. Smith arrived. He sat down.", ["Dr. Smith arrived.", "He sat down."]),
+        ("Gen. Lee won. He left.", ["Gen. Lee won.", "He left."]),
+        ("Call me at 5 p.m. tomorrow. OK.", ["Call me at 5 p.m. tomorrow.", "OK."]),
+        ("Fruit, e.g. apples, is healthy. Eat it.", ["Fruit, e.g. apples, is healthy.", "Eat it."]),
+        ("It costs 3.5 dollars. Fine.", ["It costs 3.5 dollars.", "Fine."]),
+    ],
+)
+def test_it_keeps_abbreviations_and_decimals_in_one_sentence(text, expected):
+    assert texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "This improves accuracy.I hope this helps!",
+            ["This improves accuracy.", "I hope this helps!"],
+        ),
+        ("It rained a lot!Then it stopped.", ["It rained a lot!", "Then it stopped."]),
+        ("Done in 2020.Next year too.", ["Done in 2020.", "Next year too."]),
+        ("Use a language, e.g.Python here.", ["Use a language, e.g.Python here."]),
+    ],
+)
+def test_it_splits_glued_sentences_but_not_after_an_abbreviation(text, expected):
+    assert texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("line one\nline two", ["line one", "line two"]),
+        ("A heading\nThe body follows here.", ["A heading", "The body follows here."]),
+        ("First line\r\nSecond line.", ["First line", "Second line."]),
+    ],
+)
+def test_it_always_splits_at_a_newline(text, expected):
+    assert texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "1. The tower is tall.\n2. It is old.",
+            ["1. The tower is tall.", "2. It is old."],
+        ),
+        ("Steps: 1. Mix. 2. Bake.", ["Steps: 1.", "Mix.", "2. Bake."]),
+        ("- Alpha is a letter.\n- Beta too.", ["- Alpha is a letter.", "- Beta too."]),
+        ("a) The tower. b) The bridge.", ["a) The tower.", "b) The bridge."]),
+    ],
+)
+def test_it_keeps_a_list_marker_with_the_text_after_it(text, expected):
+    assert texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "  Leading spaces. And more.  ",
+        "Para one. Second sentence.\n\nPara two here.",
+        "Intro text.\n1. The tower is tall.\n2. It is old.",
+        "First line\r\nSecond line.\r\n",
+        "Steps: 1. Mix. 2. Bake.",
+        "This improves accuracy.I hope this helps!",
+        ("word " * 400).strip(),
+    ],
+)
+def test_its_offsets_point_at_the_sentence_in_the_original_text(text):
+    sentences = segment(text)
+    assert sentences
+    for sentence in sentences:
+        assert text[sentence.start : sentence.end] == sentence.text
+
+
+def test_split_sentences_adds_the_offset_to_its_spans():
+    spans = split_sentences("Hello there. Bye now.", offset=100)
+
+    assert [(s.text, s.start, s.end) for s in spans] == [
+        ("Hello there.", 100, 112),
+        ("Bye now.", 113, 121),
+    ]
+
+
+def test_it_gives_each_paragraph_its_own_index_and_context():
+    text = "Para one. Second sentence.\n\nPara two here.\n \t\nPara three."
+
+    sentences = segment(text)
+
+    assert [s.index for s in sentences] == [0, 1, 2, 3]
+    assert [s.paragraph_index for s in sentences] == [0, 0, 1, 2]
+    assert [s.context for s in sentences] == [
+        ("Para one.", "Second sentence."),
+        ("Para one.", "Second sentence."),
+        ("Para two here.",),
+        ("Para three.",),
+    ]
+    assert [s.position_in_context for s in sentences] == [0, 1, 0, 0]
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n  ", "***\n\n---"])
+def test_it_returns_nothing_for_text_without_words(text):
+    assert segment(text) == []
+
+
+def test_it_drops_punctuation_only_lines_but_keeps_counting_paragraphs():
+    sentences = segment("Hello there.\n\n***\n\nReal sentence.")
+
+    assert [(s.text, s.paragraph_index) for s in sentences] == [
+        ("Hello there.", 0),
+        ("Real sentence.", 2),
+    ]
+
+
+def test_it_cuts_a_wall_of_words_at_a_space():
+    text = ("word " * 400).strip()
+
+    sentences = segment(text)
+
+    assert len(sentences) == 2
+    assert all(len(s.text) <= MAX_SENTENCE_CHARS for s in sentences)
+    assert all(not s.text.endswith(" ") and s.text.endswith("word") for s in sentences)
+    assert " ".join(s.text for s in sentences) == text
+
+
+def test_it_cuts_a_wall_without_spaces_at_the_limit():
+    sentences = segment("x" * (MAX_SENTENCE_CHARS + 100))
+
+    assert [len(s.text) for s in sentences] == [MAX_SENTENCE_CHARS, 100]
+
+
+def test_it_chunks_a_long_paragraph_to_the_context_budget():
+    sentence = "The quick brown fox jumps over the lazy dog near the river bank today."
+    paragraph = " ".join([sentence] * 60)
+
+    sentences = segment(paragraph)
+
+    assert len(sentences) == 60
+    contexts = list(dict.fromkeys(s.context for s in sentences))
+    assert len(contexts) == 2
+    assert all(len(" ".join(context)) <= CONTEXT_BUDGET_CHARS for context in contexts)
+    assert sum(len(context) for context in contexts) == 60
+    for s in sentences:
+        assert s.context[s.position_in_context] == s.text
+        assert s.paragraph_index == 0
+    second_chunk_start = len(contexts[0])
+    assert sentences[second_chunk_start].position_in_context == 0
+
+
+@pytest.mark.parametrize("separator", ["\r\n\r\n", "  \n\n", "\n \t\n"])
+def test_blank_lines_with_carriage_returns_or_spaces_separate_paragraphs(separator):
+    sentences = segment(f"Para one is here.{separator}Para two is here.")
+
+    assert [(s.paragraph_index, s.text) for s in sentences] == [(0, "Para one is here."), (1, "Para two is here.")]
+
+
+def test_repeated_exclamation_marks_stay_with_their_sentence():
+    text = "That is amazing!!! The tower is tall."
+
+    assert [s.text for s in segment(text)] == ["That is amazing!!!", "The tower is tall."]

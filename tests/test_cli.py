@@ -1,0 +1,160 @@
+"""`manage.py verify` as a user runs it: separate processes, a file database, and either a
+`celery worker` process on the real Redis or (no REDIS_URL) the embedded worker."""
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.conftest import MODEL, ROOT
+
+SAMPLE = ROOT / "sample.txt"
+
+
+@pytest.fixture(scope="session")
+def migrated_database(tmp_path_factory):
+    """Migrated once; each test gets a copy (a migrate run costs seconds)."""
+    path = tmp_path_factory.mktemp("db") / "template.sqlite3"
+    manage(
+        {"PATH": os.environ["PATH"], "DATABASE_URL": f"sqlite:///{path}", "DJANGO_SECRET_KEY": "x"},
+        "migrate",
+        "--no-input",
+        "-v0",
+        check=True,
+    )
+    return path
+
+
+@pytest.fixture
+def env(world, tmp_path, migrated_database):
+    database = tmp_path / "cli.sqlite3"
+    shutil.copy(migrated_database, database)
+    environment = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "DATABASE_URL": f"sqlite:///{database}",
+        "OPENAI_API_KEY": "test-openai-key",
+        "OPENAI_BASE_URL": world.llm.url + "/v1",
+        "LLM_MODELS": MODEL,
+        "SERPER_API_KEY": world.serper.api_key,
+        "SERPER_BASE_URL": world.serper.url,
+        "ALLOW_PRIVATE_FETCH": "1",
+        "DJANGO_SECRET_KEY": "cli-test",
+        "LOG_LEVEL": "WARNING",
+    }
+    return environment
+
+
+def manage(environment, *args, stdin=None, check=False, timeout=180):
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environment,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+    )
+
+
+@pytest.fixture
+def worker_process(env, redis_url):
+    # Redis database 1: the in-process test worker consumes database 0 against another database.
+    env["REDIS_URL"] = redis_url.rsplit("/", 1)[0] + "/1"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "factsite",
+            "worker",
+            "--pool=threads",
+            "--concurrency=8",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "--loglevel=WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    yield process
+    process.terminate()
+    process.wait(20)
+
+
+def check_result(result: dict, world) -> None:
+    assert result["status"] == "done", result["error"]
+    assert len(result["sentences"]) == 7
+    evidence = [e for s in result["sentences"] for c in s["claims"] for e in c["evidence"]]
+    assert evidence and all(e["source_type"] and e["verdict"] for e in evidence if e["status"] == "done")
+    counted = [e for e in evidence if e["verdict"] in ("supported", "not_supported")]
+    assert result["total"] == len(counted)
+    assert result["score"] == sum(e["verdict"] == "supported" for e in counted) / len(counted)
+    assert result["usage"]["llm_calls"] == sum(world.llm.calls.values())
+
+
+def test_verify_runs_through_a_celery_worker_process_on_redis(env, worker_process, world, tmp_path):
+    out = tmp_path / "out.json"
+    done = manage(env, "verify", "--file", str(SAMPLE), "--json", str(out), "--mode", "sparse")
+
+    assert done.returncode == 0, done.stderr
+    check_result(json.loads(out.read_text()), world)
+    assert "Overall credibility" in done.stdout and "LLM calls" in done.stdout
+    assert "judgements" in done.stderr  # progress lines
+    assert worker_process.poll() is None
+
+
+def test_verify_without_redis_uses_the_embedded_worker(env, world, tmp_path):
+    out = tmp_path / "out.json"
+    done = manage(env, "verify", "--json", str(out), "--mode", "sparse", stdin=SAMPLE.read_text())
+
+    assert done.returncode == 0, done.stderr
+    check_result(json.loads(out.read_text()), world)
+
+
+def test_verify_with_dense_retrieval_loads_the_offline_model(env, world, tmp_path):
+    out = tmp_path / "out.json"
+    text = "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."
+    done = manage(env, "verify", "--json", str(out), "--mode", "dense", "--top-k-passages", "1", stdin=text)
+
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["settings"]["retrieval_mode"] == "dense"
+    assert any(c["evidence"] for c in result["sentences"][0]["claims"])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        ((), b"   \n ", "empty"),
+        (("--top-k-results", "0"), b"Water boils at 100 degrees.", "top_k_results"),
+        (("--model", "nope"), b"Water boils at 100 degrees.", "model"),
+        ((), b"\xff\xfe\x00binary", "not UTF-8"),
+        (("--file", "/nonexistent/text.txt"), b"", "cannot read"),
+    ],
+)
+def test_verify_rejects_bad_input_with_a_clear_message(world, monkeypatch, args, stdin, message):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+
+    with pytest.raises(CommandError, match=message):
+        call_command("verify", *args)
+
+
+@pytest.mark.django_db
+def test_verify_names_the_missing_key(world, settings, monkeypatch):
+    settings.SERPER_API_KEY = ""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Water boils at 100 degrees.")))
+
+    with pytest.raises(CommandError, match="SERPER_API_KEY"):
+        call_command("verify")
