@@ -131,7 +131,9 @@ def search_results_save(*, claim: Claim, hits: Sequence[SearchHit], host_of) -> 
     caller fetches those, the others are already someone's job."""
     verification_id = claim.sentence.verification_id
     created_sources = []
-    for hit in hits:
+    # In URL order: two claims saving the same pages then lock them in the same order, which
+    # cannot deadlock (PostgreSQL did when each went in its own rank order).
+    for hit in sorted(hits, key=lambda hit: hit.url):
         source, created = Source.objects.get_or_create(
             verification_id=verification_id, url=hit.url, defaults={"host": host_of(hit.url), "title": hit.title}
         )
