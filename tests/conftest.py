@@ -12,7 +12,7 @@ import redis
 from celery.contrib.testing.worker import start_worker
 
 from factsite.celery import app as celery_app
-from tests.fakes import FakeLLM, FakePage, FakeSerper, FakeSite
+from tests.fakes import FakeLLM, FakeSerper, FakeSite, sample_sites
 
 MODEL = "fake-model"
 
@@ -60,40 +60,6 @@ def celery_worker(redis_url, django_db_setup, django_db_blocker):
         ) as worker,
     ):
         yield worker
-
-
-def sample_sites() -> list[FakeSite]:
-    """Three sites of different kinds about the Eiffel Tower, one that refuses robots."""
-    wiki = FakeSite(
-        pages={
-            "/eiffel": FakePage(
-                "Eiffel Tower - Wiki encyclopedia",
-                "The Eiffel Tower is a wrought-iron lattice tower in Paris, France.\n\n"
-                "The Eiffel Tower was completed in 1889 for the World's Fair.\n\n"
-                "Gustave Eiffel's company designed and built the tower.",
-            )
-        }
-    )
-    news = FakeSite(
-        pages={
-            "/tower-story": FakePage(
-                "Paris landmark turns 135 | City News",
-                "Visitors climbed the Eiffel Tower in Paris in record numbers this year.\n\n"
-                "Contrary to a popular claim, the Eiffel Tower is not made of steel; it is wrought iron.",
-            )
-        }
-    )
-    blog = FakeSite(
-        pages={
-            "/trip": FakePage(
-                "My trip to Paris - a travel blog",
-                "We saw the Eiffel Tower in Paris, France, lit up at night.\n\n"
-                "The tower is 330 metres tall, taller than we expected.",
-            ),
-            "/blocked": FakePage("Eiffel Tower secrets blog", "The Eiffel Tower Paris secrets.", status=403),
-        }
-    )
-    return [wiki, news, blog]
 
 
 @pytest.fixture

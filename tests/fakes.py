@@ -317,3 +317,55 @@ class FakeSite(_Server):
         _Server.__init__(self, _SiteHandler)
         self.hits: Counter[str] = Counter()
         self.lock = threading.Lock()
+
+
+# --- a small world to verify against
+
+
+def sample_sites() -> list[FakeSite]:
+    """Three sites of different kinds about the Eiffel Tower, one that refuses robots."""
+    wiki = FakeSite(
+        pages={
+            "/eiffel": FakePage(
+                "Eiffel Tower - Wiki encyclopedia",
+                "The Eiffel Tower is a wrought-iron lattice tower in Paris, France.\n\n"
+                "The Eiffel Tower was completed in 1889 for the World's Fair.\n\n"
+                "Gustave Eiffel's company designed and built the tower.",
+            )
+        }
+    )
+    news = FakeSite(
+        pages={
+            "/tower-story": FakePage(
+                "Paris landmark turns 135 | City News",
+                "Visitors climbed the Eiffel Tower in Paris in record numbers this year.\n\n"
+                "Contrary to a popular claim, the Eiffel Tower is not made of steel; it is wrought iron.",
+            )
+        }
+    )
+    blog = FakeSite(
+        pages={
+            "/trip": FakePage(
+                "My trip to Paris - a travel blog",
+                "We saw the Eiffel Tower in Paris, France, lit up at night.\n\n"
+                "The tower is 330 metres tall, taller than we expected.",
+            ),
+            "/blocked": FakePage("Eiffel Tower secrets blog", "The Eiffel Tower Paris secrets.", status=403),
+        }
+    )
+    return [wiki, news, blog]
+
+
+def main() -> None:
+    """`python -m tests.fakes`: run the sample world and print the settings that point at it,
+    to try factsite (or take screenshots) with no keys and no internet."""
+    sites = [site.start() for site in sample_sites()]
+    serper = FakeSerper(sites=sites).start()
+    llm = FakeLLM(latency=0.3).start()
+    print(f"OPENAI_API_KEY=fake\nOPENAI_BASE_URL={llm.url}/v1\nLLM_MODELS=fake-model")
+    print(f"SERPER_API_KEY={serper.api_key}\nSERPER_BASE_URL={serper.url}\nALLOW_PRIVATE_FETCH=1", flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

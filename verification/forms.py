@@ -37,7 +37,7 @@ class VerificationForm(forms.Form):
         error_messages={"required": "Paste some text to verify."},
     )
     model = forms.ChoiceField(required=False, label="Language model")
-    retrieval_mode = forms.ChoiceField(choices=RETRIEVAL_MODES, required=False)
+    retrieval_mode = forms.ChoiceField(choices=RETRIEVAL_MODES, required=False, widget=forms.RadioSelect)
     top_k_results = forms.IntegerField(
         required=False,
         min_value=1,
@@ -67,6 +67,10 @@ class VerificationForm(forms.Form):
         self.fields["model"].initial = names[0] if names else None
         for name, value in DEFAULT_SETTINGS.items():
             self.fields[name].initial = value
+
+    @property
+    def advanced_fields(self) -> list:
+        return [self[name] for name in ("top_k_results", "top_k_passages", "context_size")]
 
     def clean_text(self) -> str:
         # Browsers send textarea lines as CRLF; sentence offsets index the text as stored.

@@ -1,11 +1,23 @@
 """Reads shaped for one page or endpoint: a fixed handful of queries per call, never one per row."""
 
 from collections import defaultdict
+from dataclasses import dataclass
 
-from django.db.models import Count, Q
+from django.db.models import Count, Prefetch, Q
 
-from verification.models import FINISHED, Claim, ClaimStatus, Evidence, Sentence, Source, Status, Verification
-from verification.scoring import EvidenceRecord, Scores, compute_scores
+from verification.models import (
+    FINISHED,
+    Claim,
+    ClaimStatus,
+    Evidence,
+    Sentence,
+    Source,
+    SourceType,
+    Status,
+    Verification,
+)
+from verification.scoring import BAND_LABELS, EvidenceRecord, Scores, Tally, compute_scores
+from verification.viewstate import ViewState
 
 
 def permalink(verification: Verification) -> str:
@@ -160,3 +172,116 @@ def _source_json(source: Source) -> dict:
         "status": source.status,
         "error": source.error,
     }
+
+
+# --- the result page
+
+
+@dataclass(frozen=True)
+class TypeRow:
+    value: str
+    label: str
+    percent: float
+    included: bool
+    toggle_query: str
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    evidence: Evidence
+    included: bool
+    passage_parts: list[tuple[str, bool]]
+    toggle_query: str
+
+
+def result_page(verification: Verification, state: ViewState) -> dict:
+    """Everything the result page shows for one view state, in a fixed number of queries."""
+    records = evidence_records(verification)
+    scores = compute_scores(records, excluded_ids=state.excluded_ids, excluded_types=state.excluded_types)
+    sentences = list(verification.sentences.only("index", "text", "start", "end", "status", "error"))
+    selected = next((s for s in sentences if s.index == state.sentence), None)
+    return {
+        "verification": verification,
+        "state": state,
+        "scores": scores,
+        "band_label": BAND_LABELS[scores.overall.band],
+        "text_parts": _text_parts(verification.text, sentences, scores, state),
+        "selected": selected,
+        "selected_tally": scores.sentences.get(selected.index, Tally()) if selected else None,
+        "claims": _claim_rows(selected, state) if selected else [],
+        "types": _type_rows({r.source_type for r in records if r.source_type}, scores, state),
+        "progress": verification_progress(verification),
+        "finished": verification.status in FINISHED,
+        "failed_sources": list(verification.sources.filter(status=Status.FAILED).values("url", "host", "error")),
+    }
+
+
+def _text_parts(text: str, sentences: list[Sentence], scores: Scores, state: ViewState) -> list[dict]:
+    """The original text as it was pasted: plain gaps and scored sentences, in order."""
+    parts, position = [], 0
+    for sentence in sentences:
+        if sentence.start > position:
+            parts.append({"gap": text[position : sentence.start]})
+        tally = scores.sentences.get(sentence.index, Tally())
+        parts.append(
+            {
+                "sentence": sentence,
+                "tally": tally,
+                "band_label": BAND_LABELS[tally.band],
+                "select_query": state.selecting(None if state.sentence == sentence.index else sentence.index).query(),
+            }
+        )
+        position = sentence.end
+    if position < len(text):
+        parts.append({"gap": text[position:]})
+    return parts
+
+
+def _claim_rows(sentence: Sentence, state: ViewState) -> list[dict]:
+    evidence = Evidence.objects.select_related("source").order_by("-relevance", "pk")
+    claims = sentence.claims.prefetch_related(Prefetch("evidence", queryset=evidence))
+    return [
+        {
+            "claim": claim,
+            "evidence": [
+                EvidenceRow(
+                    evidence=item,
+                    included=item.pk not in state.excluded_ids and item.source.source_type not in state.excluded_types,
+                    passage_parts=passage_parts(item.passage, item.highlights),
+                    toggle_query=state.toggling_evidence(item.pk).query(),
+                )
+                for item in claim.evidence.all()
+            ],
+        }
+        for claim in claims
+    ]
+
+
+def passage_parts(passage: str, highlights: list) -> list[tuple[str, bool]]:
+    """The passage cut into (text, is_best_match) pieces for highlighting."""
+    parts, position = [], 0
+    for start, end in sorted(tuple(span) for span in highlights):
+        start, end = max(start, position), min(end, len(passage))
+        if start >= end:
+            continue
+        if start > position:
+            parts.append((passage[position:start], False))
+        parts.append((passage[start:end], True))
+        position = end
+    if position < len(passage):
+        parts.append((passage[position:], False))
+    return parts
+
+
+def _type_rows(present: set[str], scores: Scores, state: ViewState) -> list[TypeRow]:
+    return [
+        TypeRow(
+            value=value,
+            label=label,
+            percent=scores.distribution.get(value, 0.0),
+            included=value not in state.excluded_types,
+            toggle_query=state.toggling_type(value).query(),
+        )
+        for value, label in SourceType.choices
+        if value in present or value in state.excluded_types
+    ]

@@ -5,5 +5,7 @@ from verification import views
 app_name = "verification"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("about", views.about, name="about"),
     path("v/<uuid:verification_id>", views.result, name="result"),
+    path("v/<uuid:verification_id>.json", views.result_json, name="result_json"),
 ]

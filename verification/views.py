@@ -1,13 +1,85 @@
-from django.shortcuts import get_object_or_404, render
+"""Web pages. Thin: parse the request, call a service or selector, render. HTMX requests get the
+fragment they swap (a `{% partialdef %}` of the same template)."""
 
-from verification import selectors
+import json
+import uuid
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from verification import providers, selectors, services, tasks
+from verification.forms import DEFAULT_SETTINGS, VerificationForm
 from verification.models import Verification
+from verification.viewstate import ViewState
 
 
-def home(request):
-    return render(request, "verification/home.html")
+@require_http_methods(["GET", "POST"])
+def home(request: HttpRequest) -> HttpResponse:
+    edited_from = _edited_from(request)
+    if request.method == "GET":
+        return _home(request, _initial_form(edited_from), edited_from)
+    form = VerificationForm(request.POST)
+    if not form.is_valid():
+        return _home(request, form, edited_from, status=400)
+    run_settings = form.run_settings()
+    if providers.configuration_problems(run_settings["model"]):
+        # The page names the variables to set; the pasted text stays in the form.
+        return _home(request, form, edited_from, status=503)
+    verification = services.verification_create(
+        text=form.cleaned_data["text"], settings=run_settings, edited_from=edited_from
+    )
+    tasks.enqueue_verification(verification)
+    return redirect("verification:result", verification_id=verification.pk)
 
 
-def result(request, verification_id):
+def _edited_from(request: HttpRequest) -> Verification | None:
+    """The run an "Edit text" link came from (`?edit=<id>`, or the form's hidden field)."""
+    value = request.GET.get("edit") or request.POST.get("edited_from") or ""
+    try:
+        return Verification.objects.filter(pk=uuid.UUID(value)).first()
+    except ValueError:  # no id, or not one: an ordinary new run
+        return None
+
+
+def _initial_form(edited_from: Verification | None) -> VerificationForm:
+    if edited_from is None:
+        return VerificationForm()
+    return VerificationForm(initial={"text": edited_from.text, **DEFAULT_SETTINGS, **edited_from.settings})
+
+
+def _home(request, form, edited_from, status=200) -> HttpResponse:
+    context = {
+        "form": form,
+        "edited_from": edited_from,
+        "problems": providers.configuration_problems(form["model"].value() or None),
+        "max_chars": settings.MAX_TEXT_CHARS,
+    }
+    return render(request, "verification/home.html", context, status=status)
+
+
+@require_GET
+def about(request: HttpRequest) -> HttpResponse:
+    context = {"defaults": DEFAULT_SETTINGS, "max_chars": settings.MAX_TEXT_CHARS}
+    return render(request, "verification/about.html", context)
+
+
+@require_GET
+def result(request: HttpRequest, verification_id) -> HttpResponse:
     verification = get_object_or_404(Verification, pk=verification_id)
-    return render(request, "verification/result.html", {"result": selectors.verification_result(verification)})
+    context = selectors.result_page(verification, ViewState.from_query(request.GET))
+    template = "verification/result.html#result-body" if request.htmx else "verification/result.html"
+    return render(request, template, context)
+
+
+@require_GET
+def result_json(request: HttpRequest, verification_id) -> HttpResponse:
+    verification = get_object_or_404(Verification, pk=verification_id)
+    state = ViewState.from_query(request.GET)
+    data = selectors.verification_result(
+        verification, excluded_ids=state.excluded_ids, excluded_types=state.excluded_types
+    )
+    response = HttpResponse(json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="factsite-{verification.pk}.json"'
+    return response
