@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
+# Browser tests drive Debian's Chromium through Playwright (no `playwright install` download).
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
