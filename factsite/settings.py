@@ -108,6 +108,18 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
+# --- Cache: shared by the web process and the workers. It holds search results, page texts,
+# claims and judgements across runs (an edited text only pays for what changed).
+if "CACHE_URL" in os.environ:
+    CACHES = {"default": env.cache_url("CACHE_URL")}
+elif REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": VAR_DIR / "cache"}
+    }
+CACHE_TTL = env.int("CACHE_TTL", default=7 * 24 * 3600)
+
 # --- Outside services. Every endpoint has a base-URL variable so tests and self-hosters
 # can point it anywhere.
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")

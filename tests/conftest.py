@@ -5,6 +5,7 @@ import shutil
 import socket
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,14 @@ def celery_worker(redis_url, django_db_setup, django_db_blocker):
         ) as worker,
     ):
         yield worker
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(settings):
+    """A fresh in-memory cache per test: cached answers must not leak between tests."""
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": uuid.uuid4().hex}
+    }
 
 
 @pytest.fixture

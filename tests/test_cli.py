@@ -46,6 +46,7 @@ def env(world, tmp_path, migrated_database):
         "ALLOW_PRIVATE_FETCH": "1",
         "DJANGO_SECRET_KEY": "cli-test",
         "LOG_LEVEL": "WARNING",
+        "CACHE_URL": "locmemcache://",
     }
     return environment
 

@@ -130,3 +130,36 @@ def test_search_outage_fails_claims_not_the_run(client, world, celery_worker):
     claim = result["sentences"][0]["claims"][0]
     assert result["status"] == "done"
     assert claim["status"] == "failed" and "HTTP 503" in claim["error"]
+
+
+def test_a_second_run_reuses_cached_answers(client, world, celery_worker):
+    first = wait_for(client, run(client, retrieval_mode="sparse"))
+    second = wait_for(client, run(client, retrieval_mode="sparse"))
+
+    assert first["usage"]["llm_calls"] > 0 and first["usage"]["searches"] > 0
+    assert second["usage"] == {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "searches": 0}
+    assert [s["score"] for s in second["sentences"]] == [s["score"] for s in first["sentences"]]
+    assert len(world.serper.queries) == first["usage"]["searches"]  # the second run sent none
+
+
+def test_an_edited_text_pays_only_for_the_paragraph_that_changed(client, world, celery_worker):
+    text = "The Eiffel Tower is in Paris, France. It was completed in 1889.\n\nThe Eiffel Tower is made of steel."
+    wait_for(client, run(client, text=text, retrieval_mode="sparse"))
+    calls_before = dict(world.llm.calls)
+    edited = wait_for(
+        client, run(client, text=text.replace("made of steel", "made of wrought iron"), retrieval_mode="sparse")
+    )
+
+    new_calls = {kind: world.llm.calls[kind] - calls_before.get(kind, 0) for kind in world.llm.calls}
+    assert new_calls["claims"] == 1  # only the changed paragraph's one sentence is decomposed again
+    assert edited["usage"]["searches"] == 1
+    assert edited["usage"]["llm_calls"] == sum(new_calls.values())
+
+
+def test_an_unknown_host_is_categorized_once_however_many_pages_it_has(client, world, celery_worker):
+    result = wait_for(client, run(client, retrieval_mode="sparse"))
+
+    hosts = {s["host"] for s in result["sources"]}
+    assert len(result["sources"]) > len(hosts)  # the blog host has two pages
+    assert world.llm.calls["source_type"] == len(hosts)
+    assert all(s["source_type"] for s in result["sources"])

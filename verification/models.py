@@ -159,11 +159,13 @@ class Evidence(models.Model):
 
 
 class HostCategory(models.Model):
-    """The LLM's source type for a host the rule table does not know, kept across runs."""
+    """The LLM's source type for a host the rule table does not know, kept across runs. A row
+    with no type yet is a question in flight: sources of that host wait for its answer instead
+    of asking again."""
 
     host = models.CharField(max_length=255, unique=True)
-    source_type = models.CharField(max_length=32, choices=SourceType.choices)
-    created_at = models.DateTimeField(auto_now_add=True)
+    source_type = models.CharField(max_length=32, choices=SourceType.choices, blank=True)
+    requested_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
         return f"{self.host}: {self.source_type}"

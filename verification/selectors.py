@@ -3,6 +3,7 @@
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.core.cache import cache
 from django.db.models import Count, Prefetch, Q
 
 from verification.models import (
@@ -25,6 +26,19 @@ def permalink(verification: Verification) -> str:
 
 
 def evidence_records(verification: Verification) -> list[EvidenceRecord]:
+    """What scoring needs of every evidence item. A finished run's records never change, so they
+    are cached: the live recompute then costs no query over the evidence table."""
+    if verification.status not in FINISHED:
+        return _evidence_records(verification)
+    key = f"evidence-records:{verification.pk}"
+    records = cache.get(key)
+    if records is None:
+        records = _evidence_records(verification)
+        cache.set(key, records, timeout=24 * 3600)
+    return records
+
+
+def _evidence_records(verification: Verification) -> list[EvidenceRecord]:
     rows = Evidence.objects.filter(claim__sentence__verification=verification).values_list(
         "id", "claim__sentence__index", "source__source_type", "verdict"
     )
@@ -198,7 +212,7 @@ def result_page(verification: Verification, state: ViewState) -> dict:
     """Everything the result page shows for one view state, in a fixed number of queries."""
     records = evidence_records(verification)
     scores = compute_scores(records, excluded_ids=state.excluded_ids, excluded_types=state.excluded_types)
-    sentences = list(verification.sentences.only("index", "text", "start", "end", "status", "error"))
+    sentences = list(verification.sentences.all())
     selected = next((s for s in sentences if s.index == state.sentence), None)
     return {
         "verification": verification,
@@ -210,7 +224,7 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         "selected_tally": scores.sentences.get(selected.index, Tally()) if selected else None,
         "claims": _claim_rows(selected, state) if selected else [],
         "types": _type_rows({r.source_type for r in records if r.source_type}, scores, state),
-        "progress": verification_progress(verification),
+        "progress": None if verification.status in FINISHED else verification_progress(verification),
         "finished": verification.status in FINISHED,
         "failed_sources": list(verification.sources.filter(status=Status.FAILED).values("url", "host", "error")),
     }

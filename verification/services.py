@@ -3,6 +3,7 @@ the one caller that wins a transition does the follow-up work, so joins need no 
 redelivered task cannot do anything twice."""
 
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import F
@@ -29,6 +30,9 @@ from verification.pipeline.types import (
     SearchHit,
     SegmentedSentence,
 )
+
+
+STALE_QUESTION = timedelta(minutes=10)
 
 
 def _transition(queryset, *, to: str, **changes) -> bool:
@@ -150,8 +154,34 @@ def source_type_set(source: Source, *, source_type: str, decided_by: str) -> Non
     Source.objects.filter(pk=source.pk, source_type="").update(source_type=source_type, type_decided_by=decided_by)
 
 
+def host_category_claim(host: str) -> tuple[HostCategory, bool]:
+    """The host's known type, or the right to ask the LLM (True: this caller asks)."""
+    category, created = HostCategory.objects.get_or_create(host=host)
+    if not created and not category.source_type and category.requested_at < timezone.now() - STALE_QUESTION:
+        # Asked long ago and never answered (a worker died): ask again.
+        created = (
+            HostCategory.objects.filter(pk=category.pk, requested_at=category.requested_at).update(
+                requested_at=timezone.now()
+            )
+            == 1
+        )
+    return category, created
+
+
+def host_category_answer(host: str, *, source_type: str, decided_by: str) -> list:
+    """Type every waiting source of the host; returns the runs they belong to."""
+    if decided_by == "llm":
+        HostCategory.objects.filter(host=host).update(source_type=source_type)
+    else:
+        HostCategory.objects.filter(host=host, source_type="").delete()  # let a later run ask again
+    waiting = Source.objects.filter(host=host, source_type="")
+    run_ids = list(waiting.values_list("verification_id", flat=True).distinct())
+    waiting.update(source_type=source_type, type_decided_by=decided_by)
+    return run_ids
+
+
 def host_category_get(host: str) -> str | None:
-    return HostCategory.objects.filter(host=host).values_list("source_type", flat=True).first()
+    return HostCategory.objects.filter(host=host).exclude(source_type="").values_list("source_type", flat=True).first()
 
 
 def host_category_save(*, host: str, source_type: str) -> None:

@@ -6,12 +6,14 @@ failed and the run goes on; an unexpected error does the same once Celery's retr
 so a run always ends."""
 
 import logging
+from dataclasses import replace
 
 from celery.contrib.django.task import DjangoTask
 from django.db import OperationalError
 
 from factsite.celery import app
 from verification import providers, services
+from verification.cache import cache_key, lookup, remember, store
 from verification.models import FINISHED, Claim, Evidence, SearchResult, Sentence, Source, Status, Verification
 from verification.pipeline import categorize, decompose, extract, judge, passages, search, segment
 from verification.pipeline.types import EvidenceToJudge, SegmentedSentence, StepError
@@ -74,10 +76,8 @@ def _fail_source(source_id, *, reason: str) -> None:
     _read_waiting_results(Source.objects.get(pk=source_id))
 
 
-def _fail_categorize(source_id, *, reason: str) -> None:
-    source = Source.objects.get(pk=source_id)
-    services.source_type_set(source, source_type="other", decided_by=f"fallback: {reason}")
-    _after_source_typed(source)
+def _fail_categorize(host, verification_id, *, reason: str) -> None:
+    _after_hosts_typed(services.host_category_answer(host, source_type="other", decided_by=f"fallback: {reason}"))
 
 
 def _fail_judging(claim_id, evidence_ids, *, reason: str) -> None:
@@ -102,8 +102,9 @@ def _after_judging(claim_id: int) -> None:
         _after_claim(Claim.objects.select_related("sentence").get(pk=claim_id))
 
 
-def _after_source_typed(source: Source) -> None:
-    services.verification_finish(source.verification_id)
+def _after_hosts_typed(verification_ids) -> None:
+    for verification_id in verification_ids:
+        services.verification_finish(verification_id)
 
 
 # --- the steps
@@ -127,8 +128,10 @@ def sentence_decompose(sentence_id: int) -> None:
     if not services.sentence_begin(sentence):
         return
     llm = providers.llm_client(sentence.verification.settings["model"])
+    segmented = _segmented(sentence)
+    key = cache_key("decompose", llm.base_url, llm.model, decompose.SYSTEM_PROMPT, decompose.build_prompt(segmented))
     try:
-        drafts = decompose.decompose_sentence(llm, _segmented(sentence))
+        drafts = remember(key, lambda: decompose.decompose_sentence(llm, segmented))
     except StepError as error:
         return _fail_sentence(sentence_id, reason=f"finding claims failed: {error}")
     finally:
@@ -146,12 +149,17 @@ def claim_search(claim_id: int) -> None:
     if not services.claim_begin_search(claim):
         return
     verification = claim.sentence.verification
-    try:
-        hits = search.search_claim(providers.search_provider(), claim.query, verification.settings["top_k_results"])
-    except StepError as error:
-        return _fail_claim(claim_id, reason=f"web search failed: {error}")
-    finally:
-        services.usage_add(verification.pk, searches=1)
+    provider, top_k = providers.search_provider(), verification.settings["top_k_results"]
+    key = cache_key("search", provider.endpoint, claim.query, top_k)
+    hits = lookup(key)
+    if hits is None:
+        try:
+            hits = search.search_claim(provider, claim.query, top_k)
+        except StepError as error:
+            return _fail_claim(claim_id, reason=f"web search failed: {error}")
+        finally:
+            services.usage_add(verification.pk, searches=1)
+        store(key, hits)
     new_sources = services.search_results_save(claim=claim, hits=hits, host_of=providers.host_of)
     if not hits:
         if services.claim_finish(claim_id, note="the web search found no pages"):
@@ -173,7 +181,9 @@ def source_fetch(source_id: int) -> None:
     source = Source.objects.select_related("verification").get(pk=source_id)
     if services.source_begin(source):
         try:
-            page = extract.fetch_page(providers.page_fetcher(), source.url)
+            page = remember(
+                cache_key("page", source.url), lambda: extract.fetch_page(providers.page_fetcher(), source.url)
+            )
             services.source_fetched(source, page=page, sentences=passages.page_sentences(page.text))
         except StepError as error:
             services.source_fail(source_id, reason=str(error))
@@ -181,20 +191,17 @@ def source_fetch(source_id: int) -> None:
 
 
 @step("deciding a source's type", give_up=_fail_categorize)
-def source_categorize(source_id: int) -> None:
-    source = Source.objects.select_related("verification").get(pk=source_id)
-    if source.source_type:
-        return
-    llm = providers.llm_client(source.verification.settings["model"])
+def host_categorize(host: str, verification_id: str) -> None:
+    """Asked by the first run that met the host; its usage counts there."""
+    llm = providers.llm_client(Verification.objects.get(pk=verification_id).settings["model"])
+    title = Source.objects.filter(verification_id=verification_id, host=host).values_list("title", flat=True).first()
     try:
-        source_type = categorize.categorize_with_llm(llm, source.host, source.title)
+        source_type = categorize.categorize_with_llm(llm, host, title or "")
     except StepError as error:
-        return _fail_categorize(source_id, reason=str(error))
+        return _fail_categorize(host, verification_id, reason=str(error))
     finally:
-        services.usage_add(source.verification_id, usage=llm.usage)
-    services.host_category_save(host=source.host, source_type=source_type.value)
-    services.source_type_set(source, source_type=source_type.value, decided_by="llm")
-    _after_source_typed(source)
+        services.usage_add(verification_id, usage=llm.usage)
+    _after_hosts_typed(services.host_category_answer(host, source_type=source_type.value, decided_by="llm"))
 
 
 @step("judging evidence", give_up=_fail_judging)
@@ -205,18 +212,30 @@ def evidence_judge(claim_id: int, evidence_ids: list[int]) -> None:
     )
     if items:
         llm = providers.llm_client(claim.sentence.verification.settings["model"])
-        try:
-            judgements = judge.judge_claim(
-                llm,
-                claim=claim.text,
-                context=" ".join(claim.sentence.context),
-                items=[EvidenceToJudge(key=str(e.pk), source_title=e.source.title, passage=e.passage) for e in items],
-            )
-        except StepError as error:
-            return _fail_judging(claim_id, [e.pk for e in items], reason=f"judging failed: {error}")
-        finally:
-            services.usage_add(claim.sentence.verification_id, usage=llm.usage)
-        services.judgements_save(judgements)
+        keys = {
+            e.pk: cache_key("judge", llm.base_url, llm.model, judge.SYSTEM_PROMPT, claim.text, e.passage) for e in items
+        }
+        known = {e.pk: lookup(keys[e.pk]) for e in items}
+        services.judgements_save(replace(j, key=str(pk)) for pk, j in known.items() if j is not None)
+        unknown = [e for e in items if known[e.pk] is None]
+        if unknown:
+            try:
+                judgements = judge.judge_claim(
+                    llm,
+                    claim=claim.text,
+                    context=" ".join(claim.sentence.context),
+                    items=[
+                        EvidenceToJudge(key=str(e.pk), source_title=e.source.title, passage=e.passage) for e in unknown
+                    ],
+                )
+            except StepError as error:
+                return _fail_judging(claim_id, [e.pk for e in unknown], reason=f"judging failed: {error}")
+            finally:
+                services.usage_add(claim.sentence.verification_id, usage=llm.usage)
+            services.judgements_save(judgements)
+            for judgement in judgements:
+                if judgement.verdict is not None:
+                    store(keys[int(judgement.key)], judgement)
     _after_judging(claim_id)
 
 
@@ -236,13 +255,18 @@ def _segmented(sentence: Sentence) -> SegmentedSentence:
 
 
 def _categorize(source: Source) -> None:
-    """Rule table or the per-host cache now; the LLM in its own task, off the critical path."""
+    """Rule table or the per-host answer now; else the LLM, once per host (whoever claims the
+    question asks; the others' sources are typed by its answer), in its own task off the
+    critical path."""
     rule = categorize.categorize_by_rules(source.host)
-    cached = None if rule else services.host_category_get(source.host)
-    if rule or cached:
-        services.source_type_set(source, source_type=str(rule or cached), decided_by="rules" if rule else "cache")
-    else:
-        source_categorize.delay_on_commit(source.pk)
+    if rule:
+        services.source_type_set(source, source_type=rule.value, decided_by="rules")
+        return
+    category, asking = services.host_category_claim(source.host)
+    if category.source_type:
+        services.source_type_set(source, source_type=category.source_type, decided_by="cache")
+    elif asking:
+        host_categorize.delay_on_commit(source.host, str(source.verification_id))
 
 
 def _read_waiting_results(source: Source) -> None:

@@ -1,0 +1,307 @@
+"""The web UI in a real browser: live server → real Celery worker on real Redis → the fake LLM,
+search and sites on 127.0.0.1 (tests/fakes.py), driven through headless Chromium."""
+
+import re
+
+import pytest
+from django.template.defaultfilters import floatformat
+from playwright.sync_api import expect
+
+from tests.conftest import ROOT
+from tests.fakes import FakePage, FakeSite
+from verification.models import Source, Verification
+from verification.scoring import NOT_SUPPORTED, SUPPORTED, Scores, compute_scores
+from verification.selectors import evidence_records
+from verification.templatetags.factsite import percent
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SAMPLE = (ROOT / "sample.txt").read_text()
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+RESULT_URL = re.compile(r"/v/([0-9a-f-]{36})$")
+RUN_TIMEOUT = 60_000
+
+
+def submit(page, text: str) -> str:
+    """Paste `text` on the home page, choose sparse retrieval, verify; returns the run's id."""
+    page.goto("/")
+    page.fill("textarea[name=text]", text)
+    page.check("input[name=retrieval_mode][value=sparse]")
+    page.click("button[type=submit]")
+    page.wait_for_url(RESULT_URL)
+    return RESULT_URL.search(page.url).group(1)
+
+
+def wait_until_done(page) -> None:
+    expect(page.locator("#result-body")).to_have_attribute("data-status", "done", timeout=RUN_TIMEOUT)
+
+
+def expected_scores(verification_id: str, *, excluded_ids=(), excluded_types=()) -> Scores:
+    records = evidence_records(Verification.objects.get(pk=verification_id))
+    return compute_scores(records, excluded_ids=excluded_ids, excluded_types=excluded_types)
+
+
+def sentences_on_page(page) -> list[dict]:
+    return page.eval_on_selector_all(
+        "a.sentence",
+        """links => links.map(a => ({
+            index: Number(a.dataset.index),
+            band: a.dataset.band,
+            score: a.dataset.score,
+            badge: a.querySelector('.score-badge').textContent,
+        }))""",
+    )
+
+
+def as_score(attribute: str) -> float | None:
+    return None if attribute == "" else float(attribute)
+
+
+def assert_page_shows(page, scores: Scores) -> None:
+    """Every number the page shows is the one scoring.compute_scores gives. Waits for the counts
+    first: the whole #result-body is swapped at once, so the rest has arrived with them."""
+    overall = scores.overall
+    expect(page.locator("#overall-counts")).to_have_text(f"supported evidence {overall.supported} of {overall.total}")
+    expect(page.locator("#overall-score")).to_have_text(percent(overall.score))
+    assert as_score(page.get_attribute("#overall-score", "data-score")) == pytest.approx(overall.score)
+    shown = sentences_on_page(page)
+    assert shown, "no sentences on the page"
+    for sentence in shown:
+        tally = scores.sentences.get(sentence["index"])
+        score = tally.score if tally else None
+        assert sentence["band"] == (tally.band if tally else "none"), sentence
+        assert as_score(sentence["score"]) == pytest.approx(score), sentence
+        assert sentence["badge"] == percent(score), sentence
+    for source_type, share in scores.distribution.items():
+        expect(page.locator(f".type-percent[data-type={source_type}]")).to_have_text(f"{floatformat(share, 0)}%")
+
+
+def unticked(page, name: str) -> list[str]:
+    return page.eval_on_selector_all(f"input[type=checkbox][name={name}]:not(:checked)", "els => els.map(e => e.value)")
+
+
+def screenshot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / name), full_page=True)
+
+
+def test_the_journey_from_paste_to_shared_link(new_context, world, celery_worker):
+    context = new_context()
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    page.goto("/")
+    page.fill("textarea[name=text]", SAMPLE)
+    page.check("input[name=retrieval_mode][value=sparse]")
+    screenshot(page, "landing.png")
+
+    # Slow model answers keep the run going long enough to see (and photograph) the progress.
+    world.llm.latency = 0.5
+    page.click("button[type=submit]")
+    page.wait_for_url(RESULT_URL)
+    verification_id = RESULT_URL.search(page.url).group(1)
+    expect(page.locator("#run-progress")).to_be_visible()
+    assert page.get_attribute("#result-body", "data-status") != "done"
+    screenshot(page, "running.png")
+    world.llm.latency = 0.0
+    page.evaluate("window.__marker = 1")
+
+    wait_until_done(page)
+    expect(page.locator("#run-progress")).to_have_count(0)
+    assert page.evaluate("window.__marker") == 1, "the page reloaded instead of updating in place"
+    scores = expected_scores(verification_id)
+    assert_page_shows(page, scores)
+    assert {s["band"] for s in sentences_on_page(page)} - {"none"}, "no sentence is coloured"
+
+    # A sentence with evidence both ways, and a supported piece of evidence from another type
+    # than the contradicting one, so leaving out each changes the score in its own way.
+    records = evidence_records(Verification.objects.get(pk=verification_id))
+    index, chosen, against = next(
+        (r.sentence_index, r, other)
+        for r in records
+        if r.verdict == SUPPORTED
+        for other in records
+        if other.sentence_index == r.sentence_index
+        and other.verdict == NOT_SUPPORTED
+        and other.source_type != r.source_type
+    )
+    page.click(f"#sentence-{index}")
+    page.wait_for_url(re.compile(rf"\?sentence={index}$"))
+    expect(page.locator("#evidence-heading")).to_have_text(f"Sentence {index + 1}")
+    sentence = Verification.objects.get(pk=verification_id).sentences.get(index=index)
+    claims = list(sentence.claims.order_by("index"))
+    expect(page.locator("#evidence .claim h3")).to_have_text([c.text for c in claims])
+    shown_evidence = page.eval_on_selector_all("#evidence input[name=evidence]", "els => els.map(e => e.value)")
+    assert sorted(map(int, shown_evidence)) == sorted(r.id for r in records if r.sentence_index == index)
+    assert not unticked(page, "evidence")
+    expect(page.locator(f"#evidence-{chosen.id} .passage")).not_to_be_empty()
+    expect(page.locator(f"#evidence-{chosen.id} .verdict")).to_have_text(re.compile("^supported$", re.IGNORECASE))
+    screenshot(page, "result.png")
+
+    page.uncheck(f"#evidence input[name=evidence][value='{chosen.id}']")
+    page.wait_for_url(re.compile(rf"exclude_evidence={chosen.id}(&|$)"))
+    narrowed = expected_scores(verification_id, excluded_ids={chosen.id})
+    assert narrowed.overall != scores.overall
+    assert_page_shows(page, narrowed)
+    assert narrowed.sentences.get(index) != scores.sentences.get(index)
+    assert unticked(page, "evidence") == [str(chosen.id)]
+    expect(page.locator(f"#evidence-{chosen.id}")).to_have_class(re.compile(r"\bexcluded\b"))
+    assert page.evaluate("window.__marker") == 1, "toggling evidence reloaded the page"
+
+    source_type = against.source_type
+    page.uncheck(f".type-row input[name=source_type][value={source_type}]")
+    page.wait_for_url(re.compile(rf"exclude_types={source_type}(&|$)"))
+    assert f"exclude_evidence={chosen.id}" in page.url
+    both = expected_scores(verification_id, excluded_ids={chosen.id}, excluded_types={source_type})
+    assert both.overall != narrowed.overall
+    assert source_type not in both.distribution
+    assert_page_shows(page, both)
+    assert unticked(page, "source_type") == [source_type]
+    against_box = page.locator(f"#evidence input[name=evidence][value='{against.id}']")
+    expect(against_box).not_to_be_checked()
+    expect(against_box).to_be_disabled()
+    assert page.evaluate("window.__marker") == 1, "toggling a source type reloaded the page"
+    screenshot(page, "result-toggled.png")
+
+    permalink = page.url
+    page.click("[data-copy-link]")
+    expect(page.locator("[data-copy-link]")).to_have_text("Link copied")
+    assert page.evaluate("navigator.clipboard.readText()") == permalink
+
+    shared = new_context().new_page()
+    shared.goto(permalink)
+    expect(shared.locator("#result-body")).to_have_attribute("data-status", "done")
+    assert shared.get_attribute("#overall-score", "data-score") == page.get_attribute("#overall-score", "data-score")
+    assert_page_shows(shared, both)
+    assert [s["band"] for s in sentences_on_page(shared)] == [s["band"] for s in sentences_on_page(page)]
+    assert unticked(shared, "source_type") == [source_type]
+    assert sorted(unticked(shared, "evidence")) == sorted(unticked(page, "evidence"))
+    assert str(chosen.id) in unticked(shared, "evidence")
+    expect(shared.locator("#evidence-heading")).to_have_text(f"Sentence {index + 1}")
+
+
+def test_an_empty_text_shows_the_error_next_to_the_field(page, live_server, world, celery_worker):
+    page.goto("/")
+    page.click("button[type=submit]")
+
+    error = page.locator(".field:has(textarea[name=text]) #text-error")
+    expect(error).to_have_text("Paste some text to verify.")
+    expect(page.locator("textarea[name=text]")).to_have_attribute("aria-describedby", "text-error")
+    assert page.url == live_server.url + "/"
+    assert not Verification.objects.exists()
+
+
+def test_an_invalid_setting_keeps_the_pasted_text(page, live_server, world, celery_worker):
+    page.goto("/")
+    page.fill("textarea[name=text]", SAMPLE)
+    page.click("summary:has-text('Advanced')")
+    page.fill("input[name=top_k_results]", "0")
+    page.click("button[type=submit]")
+
+    expect(page.locator(".field:has(input[name=top_k_results]) .field-error")).to_be_visible()
+    expect(page.locator("textarea[name=text]")).to_have_value(SAMPLE)
+    expect(page.locator("input[name=top_k_results]")).to_have_value("0")
+    assert page.url == live_server.url + "/"
+    assert not Verification.objects.exists()
+
+
+SCRIPT = "<script>window.__xss=1</script>"
+SCRIPT_AS_HTML_TEXT = SCRIPT.replace("<", "&lt;").replace(">", "&gt;")
+# The closing tag would break out of the "Edit text" textarea if the text were not escaped there.
+PASTED_MARKUP = '</textarea><img src=x onerror="window.__xss=1">' + SCRIPT
+
+
+def test_markup_in_the_text_and_in_a_page_title_is_shown_as_text(page, world, celery_worker):
+    # Escaped in the fake page's HTML, so the title and text the extractor reads are the markup
+    # itself (a raw <script> inside <title> is dropped by the HTML parser before it gets that far).
+    hostile = FakeSite(
+        pages={
+            "/facts": FakePage(
+                f"Eiffel Tower Paris France facts {SCRIPT_AS_HTML_TEXT}",
+                f"The Eiffel Tower is in Paris, France.\n\nOne visitor wrote {SCRIPT_AS_HTML_TEXT}.",
+            )
+        }
+    ).start()
+    # A new list: the world fixture stops only its own sites, this test stops this one.
+    world.serper.sites = [*world.serper.sites, hostile]
+    try:
+        text = f"The Eiffel Tower is in Paris {PASTED_MARKUP} France."
+        verification_id = submit(page, text)
+        wait_until_done(page)
+    finally:
+        hostile.stop()
+    source = Source.objects.get(verification_id=verification_id, url__startswith=hostile.url)
+    assert SCRIPT in source.title  # the test is only worth something if the markup got this far
+
+    page.click("#sentence-0")
+    evidence = page.locator(f"#evidence .evidence:has(a.source-title[href^='{hostile.url}'])")
+    expect(evidence.locator("a.source-title")).to_have_text(source.title)
+    expect(evidence.locator(".passage")).to_contain_text(SCRIPT)
+    expect(page.locator("#sentence-0")).to_contain_text(PASTED_MARKUP)
+    expect(page.locator("#evidence .selected-sentence")).to_contain_text(PASTED_MARKUP)
+    assert page.evaluate("typeof window.__xss") == "undefined"
+    assert page.locator("#result-body script, #result-body img").count() == 0
+
+    page.get_by_role("link", name="Edit text").click()
+    expect(page.locator("textarea[name=text]")).to_have_value(text)
+    assert page.evaluate("typeof window.__xss") == "undefined"
+
+
+FOCUSED_SENTENCE = "document.activeElement.matches('a.sentence') ? Number(document.activeElement.dataset.index) : null"
+
+
+def test_sentences_are_reachable_by_keyboard_and_show_their_score_in_text(page, world, celery_worker):
+    verification_id = submit(page, SAMPLE)
+    wait_until_done(page)
+    scores = expected_scores(verification_id)
+    indexes = [s["index"] for s in sentences_on_page(page)]
+
+    reached = []
+    for _ in range(len(indexes) + 20):  # the header, the type toggles and the actions come first
+        page.keyboard.press("Tab")
+        index = page.evaluate(FOCUSED_SENTENCE)
+        if index is not None:
+            reached.append(index)
+            focused = page.locator(f"#sentence-{index}")
+            tally = scores.sentences.get(index)
+            badge = focused.locator(".score-badge")
+            expect(badge).to_be_visible()
+            expect(badge).to_have_text(percent(tally.score if tally else None))
+            assert focused.evaluate("a => getComputedStyle(a).outlineStyle") != "none", "no visible focus"
+        elif reached:
+            break
+    assert reached == indexes
+    assert {s["badge"] for s in sentences_on_page(page)} - {"—"}, "no sentence shows a score"
+
+    page.focus("#sentence-1")
+    page.keyboard.press("Enter")
+    expect(page.locator("#evidence-heading")).to_have_text("Sentence 2")
+    assert page.evaluate(FOCUSED_SENTENCE) == 1, "selecting a sentence lost the keyboard focus"
+
+
+def test_editing_the_text_starts_a_new_run_and_keeps_the_old_one(page, world, celery_worker):
+    old_id = submit(page, SAMPLE)
+    wait_until_done(page)
+    old_permalink = page.url
+
+    page.get_by_role("link", name="Edit text").click()
+    page.wait_for_url(f"**/?edit={old_id}")
+    expect(page.locator("textarea[name=text]")).to_have_value(SAMPLE)
+    expect(page.locator("input[name=retrieval_mode][value=sparse]")).to_be_checked()
+    assert "330 metres" in SAMPLE
+    edited = SAMPLE.replace("330 metres", "300 metres")
+    page.fill("textarea[name=text]", edited)
+    page.click("button[type=submit]")
+    page.wait_for_url(RESULT_URL)
+    new_id = RESULT_URL.search(page.url).group(1)
+    wait_until_done(page)
+
+    assert new_id != old_id and page.url != old_permalink
+    new = Verification.objects.get(pk=new_id)
+    assert new.text == edited and str(new.edited_from_id) == old_id
+    assert new.settings["retrieval_mode"] == "sparse"
+    expect(page.locator(".text")).to_contain_text("300 metres")
+
+    page.goto(old_permalink)
+    wait_until_done(page)
+    expect(page.locator(".text")).to_contain_text("It is 330 metres tall")
+    expect(page.locator(".text")).not_to_contain_text("300 metres")
