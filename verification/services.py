@@ -31,7 +31,6 @@ from verification.pipeline.types import (
     SegmentedSentence,
 )
 
-
 STALE_QUESTION = timedelta(minutes=10)
 
 

@@ -27,7 +27,8 @@ def sentence_link(part: dict, path: str, selected) -> str:
     classes = f"sentence band-{tally.band}" + (" selected" if is_selected else "") + (" checking" if checking else "")
     return format_html(
         '<a class="{}" id="sentence-{}" data-index="{}" data-band="{}" data-score="{}" href="{}" hx-get="{}" '
-        'hx-target="#result-body" hx-swap="outerHTML" hx-push-url="true" title="{}"{}>{}<span class="score-badge">{}</span></a>',
+        'hx-target="#result-body" hx-swap="outerHTML" hx-push-url="true" title="{}"{}>'
+        '{}<span class="score-badge">{}</span></a>',
         classes,
         sentence.index,
         sentence.index,
