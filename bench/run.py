@@ -39,7 +39,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=20, help="runs submitted at once for throughput (default 20)")
     parser.add_argument("--mode", choices=["sparse", "dense"], default="sparse", help="retrieval mode (default sparse)")
     parser.add_argument("--recompute-requests", type=int, default=200)
+    parser.add_argument(
+        "--database-url", help="run against this database instead of a fresh SQLite file (e.g. PostgreSQL)"
+    )
     parser.add_argument("--json", dest="json_out", help="also write the results as JSON here")
+    parser.add_argument("--worker-log", help="write the workers' task log (INFO) to this file, to see where time goes")
+    parser.add_argument("--only-single", action="store_true", help="measure the 7-sentence passage only")
     return parser.parse_args()
 
 
@@ -57,34 +62,24 @@ def start_redis(workdir: str) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
         [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", workdir],
         stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     time.sleep(0.3)
     return process, f"redis://127.0.0.1:{port}/0"
 
 
-def start_worker(env: dict, concurrency: int, name: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "factsite",
-            "worker",
-            "--pool=threads",
-            f"--concurrency={concurrency}",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "--loglevel=WARNING",
-            "-n",
-            name,
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def start_worker(env: dict, concurrency: int, name: str, log: str | None) -> subprocess.Popen:
+    command = [sys.executable, "-m", "celery", "-A", "factsite", "worker", "--pool=threads"]
+    command += [
+        f"--concurrency={concurrency}",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "-n",
+        name,
+    ]
+    command += ["--loglevel=INFO", f"--logfile={log}"] if log else ["--loglevel=WARNING"]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def submit(text: str, mode: str):
@@ -111,7 +106,7 @@ def wait(verifications, timeout: float = 600) -> float:
 
 
 def run_once(text: str, mode: str) -> dict:
-    from verification.models import Evidence, Source
+    from verification.models import Claim, Evidence, Source
 
     started = time.monotonic()
     verification = submit(text, mode)
@@ -125,7 +120,7 @@ def run_once(text: str, mode: str) -> dict:
         "status": verification.status,
         "wall_s": round(wall, 3),
         "sentences": sentences,
-        "claims": verification.sentences.values("claims").exclude(claims=None).count(),
+        "claims": Claim.objects.filter(sentence__verification=verification).count(),
         "evidence": evidence,
         "sources": sources,
         "llm_calls": verification.llm_calls,
@@ -250,7 +245,24 @@ def clear_caches() -> None:
 def main() -> None:
     args = parse_args()
     workdir = tempfile.mkdtemp(prefix="factsite-bench-")
-    redis, redis_url = start_redis(workdir)
+    processes: list[subprocess.Popen] = []
+    try:
+        redis, redis_url = start_redis(workdir)
+        processes.append(redis)
+        results = run_benchmark(args, workdir, redis_url, processes)
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(30)
+        shutil.rmtree(workdir, ignore_errors=True)
+    print_table(results)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(results, indent=2))
+
+
+def run_benchmark(args, workdir: str, redis_url: str, processes: list) -> dict:
+    """Simulated services in this process, Celery workers in others, this process submitting."""
     sample = (ROOT / "sample.txt").read_text()
     edited = sample.replace(*EDIT)
     texts = generated_texts(args.runs + 1)
@@ -261,7 +273,7 @@ def main() -> None:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "factsite.settings",
-        "DATABASE_URL": f"sqlite:///{workdir}/bench.sqlite3",
+        "DATABASE_URL": args.database_url or f"sqlite:///{workdir}/bench.sqlite3",
         "REDIS_URL": redis_url,
         "OPENAI_API_KEY": "bench",
         "OPENAI_BASE_URL": llm.url + "/v1",
@@ -280,26 +292,20 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    workers = [start_worker(env, args.concurrency, f"bench{n}@%h") for n in range(args.workers)]
-    try:
-        results = benchmark(args, sample, edited, texts)
-    finally:
-        for process in [*workers, redis]:
-            process.terminate()
-        for process in [*workers, redis]:
-            process.wait(30)
-        shutil.rmtree(workdir, ignore_errors=True)
-    print_table(results)
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(results, indent=2))
+    for n in range(args.workers):
+        processes.append(start_worker(env, args.concurrency, f"bench{n}@%h", args.worker_log))
+    return benchmark(args, sample, edited, texts)
 
 
 def benchmark(args, sample: str, edited: str, texts: list[str]) -> dict:
     run_once(texts[-1], args.mode)  # warm-up: worker imports, connections, model load
     clear_caches()
     single = run_once(sample, args.mode)
-    edited_run = run_once(edited, args.mode)
     bound = 2 * args.llm_latency + args.search_latency + args.page_latency
+    single |= {"critical_path_s": bound, "ratio": round(single["wall_s"] / bound, 2)}
+    if args.only_single:
+        return {"settings": vars(args) | {"json_out": None}, "single": single}
+    edited_run = run_once(edited, args.mode)
     clear_caches()
     started = time.monotonic()
     batch = [submit(text, args.mode) for text in texts[: args.runs]]
@@ -310,7 +316,7 @@ def benchmark(args, sample: str, edited: str, texts: list[str]) -> dict:
     finished = Verification.objects.filter(pk__in=[v.pk for v in batch], status="done").count()
     return {
         "settings": vars(args) | {"json_out": None},
-        "single": single | {"critical_path_s": bound, "ratio": round(single["wall_s"] / bound, 2)},
+        "single": single,
         "edited_rerun": edited_run,
         "recompute": measure_recompute(args.recompute_requests),
         "throughput": {"runs": args.runs, "finished": finished, "wall_s": round(total, 2)},
@@ -318,6 +324,9 @@ def benchmark(args, sample: str, edited: str, texts: list[str]) -> dict:
 
 
 def print_table(r: dict) -> None:
+    if "recompute" not in r:
+        print(json.dumps(r["single"], indent=2))
+        return
     s, e, c, t = r["single"], r["edited_rerun"], r["recompute"], r["throughput"]
     rows = [
         ("7-sentence passage: wall time", f"{s['wall_s']:.2f} s"),

@@ -61,6 +61,11 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'factsite.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+    # Keep connections across requests and tasks: a worker thread runs many short tasks, and
+    # opening a PostgreSQL connection for each costs more than the task's own queries.
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=300)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(exist_ok=True)
     # Many worker threads write at once: WAL lets readers proceed, IMMEDIATE transactions

@@ -20,6 +20,7 @@ from verification.models import Verification
 from verification.pipeline import categorize, decompose, extract, judge, passages, search, segment
 from verification.pipeline.types import EvidenceToJudge, SegmentedSentence, StepError
 from verification.scoring import EvidenceRecord, Tally, compute_scores
+from verification.viewstate import parse_ids
 
 api = NinjaAPI(
     title="factsite API",
@@ -121,13 +122,9 @@ def verification_get(request: HttpRequest, verification_id: uuid.UUID, exclusion
     verification = get_object_or_404(Verification, pk=verification_id)
     return selectors.verification_result(
         verification,
-        excluded_ids=parse_id_list(exclusions.exclude_evidence),
+        excluded_ids=parse_ids(exclusions.exclude_evidence),
         excluded_types=[t for t in exclusions.exclude_types.split(",") if t.strip()],
     )
-
-
-def parse_id_list(value: str) -> list[int]:
-    return [int(part) for part in value.split(",") if part.strip().isdigit()]
 
 
 # --- the steps, one by one

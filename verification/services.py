@@ -130,23 +130,34 @@ def claim_fail(claim_id: int, *, reason: str) -> None:
 @transaction.atomic
 def search_results_save(*, claim: Claim, hits: Sequence[SearchHit], host_of) -> list[Source]:
     """One Source per URL per run (shared by every claim that finds it) and one SearchResult
-    per hit; the claim then waits for its pages. Returns the sources this call created: the
-    caller fetches those, the others are already someone's job."""
+    per hit; the claim then waits for its pages. Returns the sources this call takes to fetch:
+    exactly one of the claims that find a page takes it (a conditional update, in the same
+    transaction so the whole save is one write)."""
     verification_id = claim.sentence.verification_id
-    created_sources = []
-    # In URL order: two claims saving the same pages then lock them in the same order, which
-    # cannot deadlock (PostgreSQL did when each went in its own rank order).
-    for hit in sorted(hits, key=lambda hit: hit.url):
-        source, created = Source.objects.get_or_create(
-            verification_id=verification_id, url=hit.url, defaults={"host": host_of(hit.url), "title": hit.title}
-        )
-        SearchResult.objects.get_or_create(
-            claim=claim, source=source, defaults={"rank": hit.rank, "snippet": hit.snippet}
-        )
-        if created:
-            created_sources.append(source)
+    urls = sorted({hit.url for hit in hits})
+    existing = set(Source.objects.filter(verification_id=verification_id, url__in=urls).values_list("url", flat=True))
+    # In URL order, and skipping conflicts: two claims saving the same pages at once then
+    # neither fail nor deadlock (PostgreSQL did when each went in its own rank order).
+    Source.objects.bulk_create(
+        [
+            Source(verification_id=verification_id, url=hit.url, host=host_of(hit.url), title=hit.title)
+            for hit in sorted(hits, key=lambda hit: hit.url)
+            if hit.url not in existing
+        ],
+        ignore_conflicts=True,
+    )
+    sources = {s.url: s for s in Source.objects.filter(verification_id=verification_id, url__in=urls)}
+    SearchResult.objects.bulk_create(
+        [SearchResult(claim=claim, source=sources[hit.url], rank=hit.rank, snippet=hit.snippet) for hit in hits],
+        ignore_conflicts=True,
+    )
     Claim.objects.filter(pk=claim.pk, status=ClaimStatus.SEARCHING).update(status=ClaimStatus.READING)
-    return created_sources
+    return [
+        source
+        for source in sources.values()
+        if source.status == Status.PENDING
+        and _transition(Source.objects.filter(pk=source.pk, status=Status.PENDING), to=Status.RUNNING)
+    ]
 
 
 def source_type_set(source: Source, *, source_type: str, decided_by: str) -> None:
@@ -187,11 +198,6 @@ def host_category_save(*, host: str, source_type: str) -> None:
     HostCategory.objects.update_or_create(host=host, defaults={"source_type": source_type})
 
 
-def source_begin(source: Source) -> bool:
-    """False when the page was already fetched; a redelivered fetch of an unfinished one runs again."""
-    return Source.objects.filter(pk=source.pk).exclude(status__in=FINISHED).update(status=Status.RUNNING) == 1
-
-
 def source_fetched(source: Source, *, page: Page, sentences: list[str]) -> None:
     Source.objects.filter(pk=source.pk).update(
         status=Status.DONE, title=page.title or source.title, final_url=page.final_url, sentences=sentences
@@ -202,32 +208,33 @@ def source_fail(source_id: int, *, reason: str) -> None:
     Source.objects.filter(pk=source_id).exclude(status__in=FINISHED).update(status=Status.FAILED, error=reason)
 
 
-def search_result_take(result: SearchResult) -> bool:
-    """Claim the job of choosing passages for this result: exactly one caller wins it."""
-    return _transition(SearchResult.objects.filter(pk=result.pk, status=Status.PENDING), to=Status.RUNNING)
-
-
 @transaction.atomic
-def evidence_save(*, result: SearchResult, passages: Sequence[Passage]) -> None:
-    Evidence.objects.bulk_create(
-        [
-            Evidence(
-                claim_id=result.claim_id,
-                source_id=result.source_id,
-                index=i,
-                passage=p.text,
-                highlights=[list(span) for span in p.highlights],
-                relevance=round(p.score, 4),
-            )
-            for i, p in enumerate(passages)
-        ],
-        ignore_conflicts=True,
-    )
-    SearchResult.objects.filter(pk=result.pk).update(status=Status.DONE)
-
-
-def search_result_fail(result: SearchResult) -> None:
-    SearchResult.objects.filter(pk=result.pk).exclude(status=Status.DONE).update(status=Status.FAILED)
+def results_read(reads: Sequence[tuple[SearchResult, Sequence[Passage] | None]]) -> set[int]:
+    """Record the passages chosen for each search result (None: its page could not be read),
+    for the results nobody recorded yet, in one transaction. Returns the claims touched: the
+    caller asks `claim_start_judging` for each AFTER the commit, so that of two pages of one
+    claim finishing at once, the later commit sees both."""
+    touched = set()
+    for result, chosen in reads:
+        status = Status.FAILED if chosen is None else Status.DONE
+        if not _transition(SearchResult.objects.filter(pk=result.pk, status=Status.PENDING), to=status):
+            continue  # recorded by another task that read the same page
+        Evidence.objects.bulk_create(
+            [
+                Evidence(
+                    claim_id=result.claim_id,
+                    source_id=result.source_id,
+                    index=i,
+                    passage=passage.text,
+                    highlights=[list(span) for span in passage.highlights],
+                    relevance=round(passage.score, 4),
+                )
+                for i, passage in enumerate(chosen or ())
+            ],
+            ignore_conflicts=True,
+        )
+        touched.add(result.claim_id)
+    return touched
 
 
 def claim_start_judging(claim_id: int) -> bool:
@@ -237,6 +244,7 @@ def claim_start_judging(claim_id: int) -> bool:
     return _transition(Claim.objects.filter(pk=claim_id, status=ClaimStatus.READING), to=ClaimStatus.JUDGING)
 
 
+@transaction.atomic
 def judgements_save(judgements: Iterable[Judgement]) -> None:
     for judgement in judgements:
         changes = (

@@ -73,7 +73,7 @@ def _fail_claim(claim_id, *, reason: str) -> None:
 
 def _fail_source(source_id, *, reason: str) -> None:
     services.source_fail(source_id, reason=reason)
-    _read_waiting_results(Source.objects.get(pk=source_id))
+    _read_waiting(source_id)
 
 
 def _fail_categorize(host, verification_id, *, reason: str) -> None:
@@ -158,6 +158,7 @@ def claim_search(claim_id: int) -> None:
         except StepError as error:
             return _fail_claim(claim_id, reason=f"web search failed: {error}")
         finally:
+            # Its own short write: the run's row is every task's counter, so no long lock on it.
             services.usage_add(verification.pk, searches=1)
         store(key, hits)
     new_sources = services.search_results_save(claim=claim, hits=hits, host_of=providers.host_of)
@@ -165,21 +166,24 @@ def claim_search(claim_id: int) -> None:
         if services.claim_finish(claim_id, note="the web search found no pages"):
             _after_claim(claim)
         return
+    for source in new_sources:  # downloads first: they are on the critical path, types are not
+        source_fetch.delay_on_commit(source.pk)
     for source in new_sources:
         _categorize(source)
-        source_fetch.delay_on_commit(source.pk)
     # Pages another claim of this run already fetched: choose passages here, no second
     # download. (Read after our results are committed, so a fetch finishing meanwhile either
     # sees our result or we see its page.)
-    for result in claim.search_results.filter(source__status__in=FINISHED).select_related("source"):
-        _read_result(result, result.source)
-    _maybe_judge(claim_id)
+    ready = claim.search_results.filter(source__status__in=FINISHED, status=Status.PENDING).select_related(
+        "source__verification"
+    )
+    for result in ready:
+        _read_results(result.source, [result])
 
 
 @step("fetching a page", give_up=_fail_source)
 def source_fetch(source_id: int) -> None:
-    source = Source.objects.select_related("verification").get(pk=source_id)
-    if services.source_begin(source):
+    source = Source.objects.get(pk=source_id)
+    if source.status not in FINISHED:  # a redelivered fetch of a finished page only reads results
         try:
             page = remember(
                 cache_key("page", source.url), lambda: extract.fetch_page(providers.page_fetcher(), source.url)
@@ -187,7 +191,7 @@ def source_fetch(source_id: int) -> None:
             services.source_fetched(source, page=page, sentences=passages.page_sentences(page.text))
         except StepError as error:
             services.source_fail(source_id, reason=str(error))
-    _read_waiting_results(Source.objects.get(pk=source_id))
+    _read_waiting(source_id)
 
 
 @step("deciding a source's type", give_up=_fail_categorize)
@@ -269,31 +273,34 @@ def _categorize(source: Source) -> None:
         host_categorize.delay_on_commit(source.host, str(source.verification_id))
 
 
-def _read_waiting_results(source: Source) -> None:
-    if source.status not in FINISHED:
-        return
-    for result in SearchResult.objects.filter(source=source, status=Status.PENDING):
-        _read_result(result, source)
-        _maybe_judge(result.claim_id)
+def _read_waiting(source_id: int) -> None:
+    source = Source.objects.select_related("verification").get(pk=source_id)
+    _read_results(source, list(SearchResult.objects.filter(source=source, status=Status.PENDING)))
 
 
-def _read_result(result: SearchResult, source: Source) -> None:
-    """Choose the claim's passages from a fetched page, once (whoever takes the result)."""
-    if not services.search_result_take(result):
+def _read_results(source: Source, results: list[SearchResult]) -> None:
+    """Choose each result's passages from its (fetched or failed) page, record them in one
+    write, and send every claim whose pages are now all read to the judge."""
+    if source.status not in FINISHED or not results:
         return
-    if source.status == Status.FAILED:
-        services.search_result_fail(result)
-        return
-    claim = Claim.objects.select_related("sentence__verification").get(pk=result.claim_id)
-    settings = claim.sentence.verification.settings
-    chosen = passages.select_passages(
-        claim.text,
+    run_settings = source.verification.settings
+    claims = Claim.objects.in_bulk([r.claim_id for r in results])
+    reads = [
+        (r, None if source.status == Status.FAILED else _choose(claims[r.claim_id].text, source, run_settings))
+        for r in results
+    ]
+    for claim_id in services.results_read(reads):
+        _maybe_judge(claim_id)
+
+
+def _choose(claim: str, source: Source, run_settings: dict):
+    return passages.select_passages(
+        claim,
         source.sentences,
-        top_k=settings["top_k_passages"],
-        context=settings["context_size"],
-        embedder=providers.embedder() if settings["retrieval_mode"] == "dense" else None,
+        top_k=run_settings["top_k_passages"],
+        context=run_settings["context_size"],
+        embedder=providers.embedder() if run_settings["retrieval_mode"] == "dense" else None,
     )
-    services.evidence_save(result=result, passages=chosen)
 
 
 def _maybe_judge(claim_id: int) -> None:

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
 
 from verification import providers, selectors, services, tasks
 from verification.forms import DEFAULT_SETTINGS, VerificationForm
@@ -66,10 +67,13 @@ def about(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 def result(request: HttpRequest, verification_id) -> HttpResponse:
     verification = get_object_or_404(Verification, pk=verification_id)
     context = selectors.result_page(verification, ViewState.from_query(request.GET))
-    template = "verification/result.html#result-body" if request.htmx else "verification/result.html"
+    # htmx restoring history it did not cache wants the whole page, not the fragment.
+    fragment = request.htmx and not request.htmx.history_restore_request
+    template = "verification/result.html#result-body" if fragment else "verification/result.html"
     return render(request, template, context)
 
 

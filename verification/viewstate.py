@@ -2,12 +2,19 @@
 left out — kept in the URL's query string, so the address bar is always a shareable link to
 exactly what is on screen."""
 
+import re
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
 from verification.models import SourceType
 
 SOURCE_TYPES = frozenset(SourceType.values)
+_ID = re.compile(r"[0-9]{1,18}")
+
+
+def parse_ids(value: str) -> list[int]:
+    """Comma-separated ids; anything else (words, "²", a 5,000-digit number) is skipped."""
+    return [int(part) for part in value.split(",") if _ID.fullmatch(part)]
 
 
 @dataclass(frozen=True)
@@ -19,10 +26,10 @@ class ViewState:
     @classmethod
     def from_query(cls, query) -> "ViewState":
         """Lenient: a hand-edited or truncated link shows what it can rather than an error."""
-        sentence = query.get("sentence", "")
+        sentence = parse_ids(query.get("sentence", ""))
         return cls(
-            sentence=int(sentence) if sentence.isdigit() else None,
-            excluded_ids=frozenset(int(p) for p in query.get("exclude_evidence", "").split(",") if p.isdigit()),
+            sentence=sentence[0] if sentence else None,
+            excluded_ids=frozenset(parse_ids(query.get("exclude_evidence", ""))),
             excluded_types=frozenset(t for t in query.get("exclude_types", "").split(",") if t in SOURCE_TYPES),
         )
 

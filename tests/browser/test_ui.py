@@ -277,6 +277,13 @@ def test_sentences_are_reachable_by_keyboard_and_show_their_score_in_text(page, 
     expect(page.locator("#evidence-heading")).to_have_text("Sentence 2")
     assert page.evaluate(FOCUSED_SENTENCE) == 1, "selecting a sentence lost the keyboard focus"
 
+    checkbox = page.locator("input[name=evidence]").first
+    checkbox_id = checkbox.get_attribute("id")
+    checkbox.focus()
+    page.keyboard.press("Space")
+    expect(page.locator(f"#{checkbox_id}")).not_to_be_checked()
+    assert page.evaluate("document.activeElement.id") == checkbox_id, "toggling evidence lost the keyboard focus"
+
 
 def test_editing_the_text_starts_a_new_run_and_keeps_the_old_one(page, world, celery_worker):
     old_id = submit(page, SAMPLE)

@@ -1,5 +1,6 @@
 from django import template
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 register = template.Library()
 
@@ -37,7 +38,7 @@ def sentence_link(part: dict, path: str, selected) -> str:
         url,
         url,
         title,
-        format_html(' aria-current="true"') if is_selected else "",
+        mark_safe(' aria-current="true"') if is_selected else "",
         sentence.text,
         badge,
     )
