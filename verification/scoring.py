@@ -8,6 +8,7 @@ which is not the same as 0."""
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 SUPPORTED = "supported"
 NOT_SUPPORTED = "not_supported"
@@ -18,8 +19,9 @@ BANDS = ((0.6, "green"), (0.3, "orange"), (0.0, "red"))
 BAND_LABELS = {"green": "mostly supported", "orange": "mixed", "red": "mostly unsupported", "none": "no evidence"}
 
 
-@dataclass(frozen=True)
-class EvidenceRecord:
+class EvidenceRecord(NamedTuple):
+    # A named tuple, not a dataclass: a large run has thousands, cached and unpickled on every
+    # live recompute.
     id: int
     sentence_index: int
     source_type: str

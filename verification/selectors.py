@@ -190,6 +190,8 @@ def _source_json(source: Source) -> dict:
 
 # --- the result page
 
+SENTENCE_FIELDS = ("id", "index", "text", "start", "end", "status", "error")
+
 
 @dataclass(frozen=True)
 class TypeRow:
@@ -200,19 +202,12 @@ class TypeRow:
     toggle_query: str
 
 
-@dataclass(frozen=True)
-class EvidenceRow:
-    evidence: Evidence
-    included: bool
-    passage_parts: list[tuple[str, bool]]
-    toggle_query: str
-
-
 def result_page(verification: Verification, state: ViewState) -> dict:
     """Everything the result page shows for one view state, in a fixed number of queries."""
     records = evidence_records(verification)
     scores = compute_scores(records, excluded_ids=state.excluded_ids, excluded_types=state.excluded_types)
-    sentences = list(verification.sentences.all())
+    # Light rows, not model instances: the live recompute builds one per sentence every time.
+    sentences = list(verification.sentences.values_list(*SENTENCE_FIELDS, named=True))
     selected = next((s for s in sentences if s.index == state.sentence), None)
     return {
         "verification": verification,
@@ -230,15 +225,16 @@ def result_page(verification: Verification, state: ViewState) -> dict:
     }
 
 
-def _text_parts(text: str, sentences: list[Sentence], scores: Scores, state: ViewState) -> list[dict]:
+def _text_parts(text: str, sentences: list, scores: Scores, state: ViewState) -> list[dict]:
     """The original text as it was pasted: plain gaps and scored sentences, in order."""
     parts, position = [], 0
     for sentence in sentences:
         if sentence.start > position:
-            parts.append({"gap": text[position : sentence.start]})
+            parts.append({"gap": text[position : sentence.start], "sentence": None})
         tally = scores.sentences.get(sentence.index, Tally())
         parts.append(
             {
+                "gap": "",
                 "sentence": sentence,
                 "tally": tally,
                 "band_label": BAND_LABELS[tally.band],
@@ -247,28 +243,44 @@ def _text_parts(text: str, sentences: list[Sentence], scores: Scores, state: Vie
         )
         position = sentence.end
     if position < len(text):
-        parts.append({"gap": text[position:]})
+        parts.append({"gap": text[position:], "sentence": None})
     return parts
 
 
-def _claim_rows(sentence: Sentence, state: ViewState) -> list[dict]:
+def _claim_rows(sentence, state: ViewState) -> list[dict]:
     evidence = Evidence.objects.select_related("source").order_by("-relevance", "pk")
-    claims = sentence.claims.prefetch_related(Prefetch("evidence", queryset=evidence))
+    claims = Claim.objects.filter(sentence_id=sentence.id).prefetch_related(Prefetch("evidence", queryset=evidence))
     return [
         {
             "claim": claim,
-            "evidence": [
-                EvidenceRow(
-                    evidence=item,
-                    included=item.pk not in state.excluded_ids and item.source.source_type not in state.excluded_types,
-                    passage_parts=passage_parts(item.passage, item.highlights),
-                    toggle_query=state.toggling_evidence(item.pk).query(),
-                )
-                for item in claim.evidence.all()
-            ],
+            "evidence": [_evidence_row(item, state) for item in claim.evidence.all()],
         }
         for claim in claims
     ]
+
+
+def _evidence_row(item: Evidence, state: ViewState) -> dict:
+    """Flat values for the template: the live recompute renders every row of the selected
+    sentence again, and one-level lookups are what Django templates do fastest."""
+    source = item.source
+    type_excluded = source.source_type in state.excluded_types
+    return {
+        "id": item.pk,
+        "url": source.url,
+        "title": source.title or source.url,
+        "host": source.host,
+        "source_type": source.source_type,
+        "type_label": source.get_source_type_display() if source.source_type else "",
+        "verdict": item.verdict,
+        "verdict_label": item.get_verdict_display() if item.verdict else "",
+        "failed": item.status == Status.FAILED,
+        "rationale": item.rationale,
+        "error": item.error,
+        "type_excluded": type_excluded,
+        "included": item.pk not in state.excluded_ids and not type_excluded,
+        "passage_parts": passage_parts(item.passage, item.highlights),
+        "toggle_query": state.toggling_evidence(item.pk).query(),
+    }
 
 
 def passage_parts(passage: str, highlights: list) -> list[tuple[str, bool]]:

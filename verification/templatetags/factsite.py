@@ -1,5 +1,5 @@
 from django import template
-from django.utils.html import format_html
+from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 register = template.Library()
@@ -9,6 +9,12 @@ register = template.Library()
 def percent(fraction: float | None) -> str:
     """0.666 → "67%"; no score → "—" (no evidence is not the same as 0%)."""
     return "—" if fraction is None else f"{fraction:.0%}"
+
+
+@register.filter
+def highlighted(parts: list[tuple[str, bool]]) -> str:
+    """A passage with its best-matching sentences in <mark>, every piece escaped."""
+    return mark_safe("".join(f"<mark>{escape(text)}</mark>" if best else escape(text) for text, best in parts))
 
 
 @register.simple_tag
@@ -26,19 +32,14 @@ def sentence_link(part: dict, path: str, selected) -> str:
         title = f"{percent(tally.score)} — {part['band_label']}: {tally.supported} of {tally.total} evidence supported"
         badge = percent(tally.score)
     classes = f"sentence band-{tally.band}" + (" selected" if is_selected else "") + (" checking" if checking else "")
-    return format_html(
-        '<a class="{}" id="sentence-{}" data-index="{}" data-band="{}" data-score="{}" href="{}" hx-get="{}" '
-        'hx-target="#result-body" hx-swap="outerHTML" hx-push-url="true" title="{}"{}>'
-        '{}<span class="score-badge">{}</span></a>',
-        classes,
-        sentence.index,
-        sentence.index,
-        tally.band,
-        "" if tally.score is None else tally.score,
-        url,
-        url,
-        title,
-        mark_safe(' aria-current="true"') if is_selected else "",
-        sentence.text,
-        badge,
+    # An f-string, not format_html: this runs once per sentence per render. Only the text,
+    # title and URL can hold outside content; they are escaped. The rest are ints and our names.
+    score = "" if tally.score is None else tally.score
+    current = ' aria-current="true"' if is_selected else ""
+    url = escape(url)
+    return mark_safe(
+        f'<a class="{classes}" id="sentence-{sentence.index}" data-index="{sentence.index}" data-band="{tally.band}" '
+        f'data-score="{score}" href="{url}" hx-get="{url}" hx-target="#result-body" hx-swap="outerHTML" '
+        f'hx-push-url="true" title="{escape(title)}"{current}>{escape(sentence.text)}'
+        f'<span class="score-badge">{badge}</span></a>'
     )
