@@ -27,8 +27,8 @@ def _local_secret_key() -> str:
 
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or _local_secret_key()
-ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
-CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+ALLOWED_HOSTS = [h for h in env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"]) if h]
+CSRF_TRUSTED_ORIGINS = [o for o in env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[]) if o]
 
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
@@ -60,7 +60,10 @@ TEMPLATES = [
     }
 ]
 
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'factsite.sqlite3'}")}
+# An empty variable (as in a copied .env.example) means the default, like an unset one.
+DATABASES = {
+    "default": env.db_url_config(env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'factsite.sqlite3'}")
+}
 if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
     # Keep connections across requests and tasks: a worker thread runs many short tasks, and
     # opening a PostgreSQL connection for each costs more than the task's own queries.
@@ -115,7 +118,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 # --- Cache: shared by the web process and the workers. It holds search results, page texts,
 # claims and judgements across runs (an edited text only pays for what changed).
-if "CACHE_URL" in os.environ:
+if env.str("CACHE_URL", default=""):
     CACHES = {"default": env.cache_url("CACHE_URL")}
 elif REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
