@@ -1,5 +1,6 @@
 import pytest
 
+from tests.pipeline.fake_model import FakeModel
 from verification.pipeline.decompose import (
     MAX_CLAIMS_PER_SENTENCE,
     MAX_QUERY_CHARS,
@@ -10,18 +11,6 @@ from verification.pipeline.decompose import (
     parse_claims,
 )
 from verification.pipeline.types import ClaimDraft, MalformedAnswer, SegmentedSentence
-
-
-class FakeModel:
-    """Answers every call with a fixed answer, run through the step's own parser."""
-
-    def __init__(self, answer):
-        self.answer = answer
-        self.calls: list[dict] = []
-
-    def complete(self, *, system, user, schema_name, schema, parse):
-        self.calls.append({"system": system, "user": user, "schema_name": schema_name, "schema": schema})
-        return parse(self.answer)
 
 
 def sentence(context: tuple[str, ...], position: int) -> SegmentedSentence:

@@ -1,5 +1,6 @@
 import pytest
 
+from tests.pipeline.fake_model import FakeModel
 from verification.pipeline.judge import (
     BATCH_SIZE,
     MAX_PASSAGE_CHARS,
@@ -15,18 +16,6 @@ from verification.pipeline.judge import (
 from verification.pipeline.types import EvidenceToJudge, Judgement, MalformedAnswer, Verdict
 
 LABELS = {"E1": "ev-1", "E2": "ev-2", "E3": "ev-3"}
-
-
-class FakeModel:
-    """Answers every call with a fixed answer, run through the step's own parser."""
-
-    def __init__(self, answer):
-        self.answer = answer
-        self.calls: list[dict] = []
-
-    def complete(self, *, system, user, schema_name, schema, parse):
-        self.calls.append({"system": system, "user": user, "schema_name": schema_name, "schema": schema})
-        return parse(self.answer)
 
 
 def missing(key: str) -> Judgement:
