@@ -23,7 +23,7 @@ def content_words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS and len(w) > 1}
 
 
-class _Server:
+class LoopbackServer:
     """A ThreadingHTTPServer on 127.0.0.1 with a free port, run in a daemon thread."""
 
     def __init__(self, handler_class) -> None:
@@ -47,7 +47,7 @@ class _Server:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    owner: "_Server"
+    owner: "LoopbackServer"
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args) -> None:  # keep test output clean
@@ -104,7 +104,7 @@ class _LLMHandler(_Handler):
 
 
 @dataclass
-class FakeLLM(_Server):
+class FakeLLM(LoopbackServer):
     """Failure switches, matched against what a request is about (the target sentence, the
     claim, the host): a word in `fail_words` gets that status (`{"BOOM": 500}`), a word in
     `garbage_words` gets prose instead of JSON.
@@ -116,7 +116,7 @@ class FakeLLM(_Server):
     garbage_words: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _Server.__init__(self, _LLMHandler)
+        LoopbackServer.__init__(self, _LLMHandler)
         self.calls: Counter[str] = Counter()
         self.requests: list[dict] = []
         self._lock = threading.Lock()
@@ -242,7 +242,7 @@ class _SearchHandler(_Handler):
 
 
 @dataclass
-class FakeSerper(_Server):
+class FakeSerper(LoopbackServer):
     """Ranks the pages of the given sites by words shared with the query, like a tiny engine."""
 
     sites: list = field(default_factory=list)
@@ -251,7 +251,7 @@ class FakeSerper(_Server):
     fail_status: int = 0
 
     def __post_init__(self) -> None:
-        _Server.__init__(self, _SearchHandler)
+        LoopbackServer.__init__(self, _SearchHandler)
         self.queries: list[str] = []
         self.lock = threading.Lock()
         self._indexed: dict[str, set[str]] = {}
@@ -317,14 +317,14 @@ class _SiteHandler(_Handler):
 
 
 @dataclass
-class FakeSite(_Server):
+class FakeSite(LoopbackServer):
     """One web site (its own port, so its own host for source categorization)."""
 
     pages: dict[str, FakePage] = field(default_factory=dict)
     latency: float = 0.0
 
     def __post_init__(self) -> None:
-        _Server.__init__(self, _SiteHandler)
+        LoopbackServer.__init__(self, _SiteHandler)
         self.hits: Counter[str] = Counter()
         self.lock = threading.Lock()
 

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.fakes import FakeLLM
+from tests.fakes import FakeLLM, LoopbackServer
 from verification.clients import llm
 from verification.clients.llm import LLMClient, ModelChoice, decode_answer, parse_model_list
 from verification.pipeline.types import LLMUsage, MalformedAnswer, StepError
@@ -60,14 +60,14 @@ class Reply:
 
 class _ScriptedHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server_: "ScriptedLLM"
+    owner: "ScriptedLLM"
 
     def log_message(self, *args) -> None:
         pass
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        reply = self.server_.next_reply(self.headers, body)
+        reply = self.owner.next_reply(self.headers, body)
         time.sleep(reply.delay)
         if reply.status == 200:
             payload = {
@@ -96,7 +96,7 @@ class _ScriptedHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-class ScriptedLLM:
+class ScriptedLLM(LoopbackServer):
     """Chat completions on 127.0.0.1 answering with `replies` in order (the last one repeats),
     recording each request's headers (case-insensitive) and JSON body."""
 
@@ -104,23 +104,13 @@ class ScriptedLLM:
         self.replies = replies
         self.requests: list[tuple[Message, dict]] = []
         self._lock = threading.Lock()
-        handler = type("Handler", (_ScriptedHandler,), {"server_": self})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        super().__init__(_ScriptedHandler)
+        self.start()
 
     def next_reply(self, headers: Message, body: dict) -> Reply:
         with self._lock:
             self.requests.append((headers, body))
             return self.replies[min(len(self.requests), len(self.replies)) - 1]
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture(autouse=True)

@@ -6,11 +6,11 @@ import socket
 import threading
 import time
 from email.message import Message
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from tests.fakes import FakePage, FakeSerper, FakeSite
+from tests.fakes import FakePage, FakeSerper, FakeSite, LoopbackServer
 from verification.clients.search import SerperSearch, retrying_session
 from verification.pipeline.types import SearchHit, StepError
 
@@ -24,14 +24,14 @@ RESULTS = {
 
 class _ScriptedHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server_: "ScriptedSearch"
+    owner: "ScriptedSearch"
 
     def log_message(self, *args) -> None:
         pass
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
-        status, data, delay = self.server_.next_reply(self.path, self.headers, json.loads(body))
+        status, data, delay = self.owner.next_reply(self.path, self.headers, json.loads(body))
         time.sleep(delay)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -40,7 +40,7 @@ class _ScriptedHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-class ScriptedSearch:
+class ScriptedSearch(LoopbackServer):
     """Answers POSTs with `replies` (status, body, delay) in order, the last one repeating,
     recording each request's path, headers and JSON body."""
 
@@ -48,23 +48,13 @@ class ScriptedSearch:
         self.replies = replies
         self.requests: list[tuple[str, Message, dict]] = []
         self._lock = threading.Lock()
-        handler = type("Handler", (_ScriptedHandler,), {"server_": self})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        super().__init__(_ScriptedHandler)
+        self.start()
 
     def next_reply(self, path: str, headers: Message, body: dict) -> tuple[int, bytes, float]:
         with self._lock:
             self.requests.append((path, headers, body))
             return self.replies[min(len(self.requests), len(self.replies)) - 1]
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
