@@ -163,3 +163,24 @@ def test_an_unknown_host_is_categorized_once_however_many_pages_it_has(client, w
     assert len(result["sources"]) > len(hosts)  # the blog host has two pages
     assert world.llm.calls["source_type"] == len(hosts)
     assert all(s["source_type"] for s in result["sources"])
+
+
+def test_a_run_whose_model_was_removed_fails_with_a_readable_reason(client, world, celery_worker):
+    from verification import services, tasks
+
+    verification = services.verification_create(
+        text="Water boils at 100 degrees Celsius at sea level.",
+        settings={
+            "model": "retired-model",
+            "retrieval_mode": "sparse",
+            "top_k_results": 3,
+            "top_k_passages": 2,
+            "context_size": 1,
+        },
+    )
+    tasks.enqueue_verification(verification)
+    result = wait_for(client, verification.pk)
+
+    assert result["status"] == "failed"
+    assert "retired-model is not configured any more" in result["error"]
+    assert "internal error" not in result["error"]

@@ -35,11 +35,17 @@ class StepTask(DjangoTask):
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
         logger.error("task %s%r failed: %s", self.name, args, exc, exc_info=exc)
         if self.give_up is not None:
-            self.give_up(*args, reason=f"internal error while {self.doing} ({type(exc).__name__})")
+            # A StepError here came from outside the step's own try (e.g. building its client):
+            # its text is still the readable reason.
+            reason = (
+                str(exc) if isinstance(exc, StepError) else f"internal error while {self.doing} ({type(exc).__name__})"
+            )
+            self.give_up(*args, reason=reason)
 
 
 def step(doing: str, give_up=None):
-    return app.task(base=StepTask, doing=doing, give_up=give_up)
+    # staticmethod: a plain function stored on the task class would be bound to the task.
+    return app.task(base=StepTask, doing=doing, give_up=staticmethod(give_up) if give_up else None)
 
 
 def enqueue_verification(verification: Verification) -> None:
