@@ -143,3 +143,5 @@ ALLOW_PRIVATE_FETCH = env.bool("ALLOW_PRIVATE_FETCH", default=False)
 FETCH_TIMEOUT = env.float("FETCH_TIMEOUT", default=10.0)
 FETCH_MAX_BYTES = env.int("FETCH_MAX_BYTES", default=3_000_000)
 MAX_TEXT_CHARS = env.int("MAX_TEXT_CHARS", default=20_000)
+# A run still unfinished this long after it started is failed when next looked at (lost work).
+RUN_TIMEOUT = env.int("RUN_TIMEOUT", default=1800)

@@ -586,3 +586,21 @@ def test_an_llm_step_with_no_model_configured_names_the_variable(client, configu
 
     assert response.status_code == 503
     assert "LLM_MODELS" in response.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_a_run_unfinished_long_after_it_started_is_failed_when_read(client, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.RUN_TIMEOUT = 600
+    stale = Verification.objects.create(text=SENTENCE, settings={}, status="running")
+    Verification.objects.filter(pk=stale.pk).update(created_at=timezone.now() - timedelta(minutes=11))
+    fresh = Verification.objects.create(text=SENTENCE, settings={}, status="running")
+
+    stale_result = client.get(f"/api/verifications/{stale.pk}").json()
+    fresh_result = client.get(f"/api/verifications/{fresh.pk}").json()
+
+    assert stale_result["status"] == "failed" and "timed out" in stale_result["error"]
+    assert fresh_result["status"] == "running"

@@ -120,6 +120,7 @@ def verification_get(request: HttpRequest, verification_id: uuid.UUID, exclusion
     """The result JSON: status, progress and everything found so far, with scores computed over
     the evidence not excluded."""
     verification = get_object_or_404(Verification, pk=verification_id)
+    verification = services.verification_expire_if_stale(verification, timeout_s=settings.RUN_TIMEOUT)
     return selectors.verification_result(
         verification,
         excluded_ids=parse_ids(exclusions.exclude_evidence),

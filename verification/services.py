@@ -52,6 +52,17 @@ def verification_fail(verification_id, *, reason: str) -> None:
     )
 
 
+def verification_expire_if_stale(verification: Verification, *, timeout_s: float) -> Verification:
+    """The backstop of "a run always ends": one still unfinished `timeout_s` after it started
+    (a lost message, a dead worker) is failed with that reason, when someone looks at it."""
+    if verification.status in FINISHED or verification.created_at > timezone.now() - timedelta(seconds=timeout_s):
+        return verification
+    reason = f"timed out: not finished {timeout_s / 60:g} minutes after it started; items still pending were lost"
+    verification_fail(verification.pk, reason=reason)
+    verification.refresh_from_db()
+    return verification
+
+
 def verifications_interrupt(*, reason: str, keep) -> int:
     """Runs left unfinished by a process that died with its in-memory queue."""
     return (

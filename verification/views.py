@@ -69,7 +69,7 @@ def about(request: HttpRequest) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request")
 def result(request: HttpRequest, verification_id) -> HttpResponse:
-    verification = get_object_or_404(Verification, pk=verification_id)
+    verification = _verification(verification_id)
     context = selectors.result_page(verification, ViewState.from_query(request.GET))
     # htmx restoring history it did not cache wants the whole page, not the fragment.
     fragment = request.htmx and not request.htmx.history_restore_request
@@ -79,7 +79,7 @@ def result(request: HttpRequest, verification_id) -> HttpResponse:
 
 @require_GET
 def result_json(request: HttpRequest, verification_id) -> HttpResponse:
-    verification = get_object_or_404(Verification, pk=verification_id)
+    verification = _verification(verification_id)
     state = ViewState.from_query(request.GET)
     data = selectors.verification_result(
         verification, excluded_ids=state.excluded_ids, excluded_types=state.excluded_types
@@ -87,3 +87,8 @@ def result_json(request: HttpRequest, verification_id) -> HttpResponse:
     response = HttpResponse(json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="factsite-{verification.pk}.json"'
     return response
+
+
+def _verification(verification_id) -> Verification:
+    verification = get_object_or_404(Verification, pk=verification_id)
+    return services.verification_expire_if_stale(verification, timeout_s=settings.RUN_TIMEOUT)

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from verification import providers, selectors, services, tasks
@@ -79,6 +80,7 @@ class Command(BaseCommand):
         last_line = ""
         while True:
             verification.refresh_from_db()
+            verification = services.verification_expire_if_stale(verification, timeout_s=settings.RUN_TIMEOUT)
             progress = selectors.verification_progress(verification)
             line = progress_line(progress)
             if line != last_line:
