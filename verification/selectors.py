@@ -2,6 +2,7 @@
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.core.cache import cache
 from django.db.models import Count, Prefetch, Q
@@ -26,16 +27,21 @@ def permalink(verification: Verification) -> str:
 
 
 def evidence_records(verification: Verification) -> list[EvidenceRecord]:
-    """What scoring needs of every evidence item. A finished run's records never change, so they
-    are cached: the live recompute then costs no query over the evidence table."""
+    """What scoring needs of every evidence item."""
+    return _once_finished(verification, "evidence-records", lambda: _evidence_records(verification))
+
+
+def _once_finished(verification: Verification, name: str, compute):
+    """A finished run never changes: what the result page reads of it is cached, so the live
+    recompute costs no query over its sentences, claims or evidence."""
     if verification.status not in FINISHED:
-        return _evidence_records(verification)
-    key = f"evidence-records:{verification.pk}"
-    records = cache.get(key)
-    if records is None:
-        records = _evidence_records(verification)
-        cache.set(key, records, timeout=24 * 3600)
-    return records
+        return compute()
+    key = f"factsite:{name}:{verification.pk}"
+    value = cache.get(key)
+    if value is None:
+        value = compute()
+        cache.set(key, value, timeout=24 * 3600)
+    return value
 
 
 def _evidence_records(verification: Verification) -> list[EvidenceRecord]:
@@ -190,7 +196,15 @@ def _source_json(source: Source) -> dict:
 
 # --- the result page
 
-SENTENCE_FIELDS = ("id", "index", "text", "start", "end", "status", "error")
+
+class SentenceRow(NamedTuple):
+    id: int
+    index: int
+    text: str
+    start: int
+    end: int
+    status: str
+    error: str
 
 
 @dataclass(frozen=True)
@@ -206,8 +220,7 @@ def result_page(verification: Verification, state: ViewState) -> dict:
     """Everything the result page shows for one view state, in a fixed number of queries."""
     records = evidence_records(verification)
     scores = compute_scores(records, excluded_ids=state.excluded_ids, excluded_types=state.excluded_types)
-    # Light rows, not model instances: the live recompute builds one per sentence every time.
-    sentences = list(verification.sentences.values_list(*SENTENCE_FIELDS, named=True))
+    sentences = _once_finished(verification, "sentences", lambda: _sentence_rows(verification))
     selected = next((s for s in sentences if s.index == state.sentence), None)
     return {
         "verification": verification,
@@ -217,11 +230,15 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         "text_parts": _text_parts(verification.text, sentences, scores, state),
         "selected": selected,
         "selected_tally": scores.sentences.get(selected.index, Tally()) if selected else None,
-        "claims": _claim_rows(selected, state) if selected else [],
+        "claims": _claim_rows(verification, selected, state) if selected else [],
         "types": _type_rows({r.source_type for r in records if r.source_type}, scores, state),
         "progress": None if verification.status in FINISHED else verification_progress(verification),
         "finished": verification.status in FINISHED,
-        "failed_sources": list(verification.sources.filter(status=Status.FAILED).values("url", "host", "error")),
+        "failed_sources": _once_finished(
+            verification,
+            "failed-sources",
+            lambda: list(verification.sources.filter(status=Status.FAILED).values("url", "host", "error")),
+        ),
     }
 
 
@@ -247,23 +264,39 @@ def _text_parts(text: str, sentences: list, scores: Scores, state: ViewState) ->
     return parts
 
 
-def _claim_rows(sentence, state: ViewState) -> list[dict]:
+def _sentence_rows(verification: Verification) -> list[SentenceRow]:
+    # Light rows, not model instances: the live recompute reads one per sentence every time.
+    return [SentenceRow(*row) for row in verification.sentences.values_list(*SentenceRow._fields)]
+
+
+def _claim_rows(verification: Verification, sentence: SentenceRow, state: ViewState) -> list[dict]:
+    """The selected sentence's claims and evidence: the fixed part read (or cached) once, the
+    part that depends on the viewer's exclusions added per request."""
+    claims = _once_finished(verification, f"claims-{sentence.index}", lambda: _claim_facts(sentence))
+    return [{"claim": claim, "evidence": [_with_state(item, state) for item in evidence]} for claim, evidence in claims]
+
+
+def _claim_facts(sentence: SentenceRow) -> list[tuple[dict, list[dict]]]:
     evidence = Evidence.objects.select_related("source").order_by("-relevance", "pk")
     claims = Claim.objects.filter(sentence_id=sentence.id).prefetch_related(Prefetch("evidence", queryset=evidence))
     return [
-        {
-            "claim": claim,
-            "evidence": [_evidence_row(item, state) for item in claim.evidence.all()],
-        }
+        (
+            {
+                "text": claim.text,
+                "query": claim.query,
+                "status": claim.status,
+                "status_label": claim.get_status_display(),
+                "error": claim.error,
+            },
+            [_evidence_facts(item) for item in claim.evidence.all()],
+        )
         for claim in claims
     ]
 
 
-def _evidence_row(item: Evidence, state: ViewState) -> dict:
-    """Flat values for the template: the live recompute renders every row of the selected
-    sentence again, and one-level lookups are what Django templates do fastest."""
+def _evidence_facts(item: Evidence) -> dict:
+    """Flat values for the template: one-level lookups are what Django templates do fastest."""
     source = item.source
-    type_excluded = source.source_type in state.excluded_types
     return {
         "id": item.pk,
         "url": source.url,
@@ -276,10 +309,17 @@ def _evidence_row(item: Evidence, state: ViewState) -> dict:
         "failed": item.status == Status.FAILED,
         "rationale": item.rationale,
         "error": item.error,
-        "type_excluded": type_excluded,
-        "included": item.pk not in state.excluded_ids and not type_excluded,
         "passage_parts": passage_parts(item.passage, item.highlights),
-        "toggle_query": state.toggling_evidence(item.pk).query(),
+    }
+
+
+def _with_state(facts: dict, state: ViewState) -> dict:
+    type_excluded = facts["source_type"] in state.excluded_types
+    return {
+        **facts,
+        "type_excluded": type_excluded,
+        "included": facts["id"] not in state.excluded_ids and not type_excluded,
+        "toggle_query": state.toggling_evidence(facts["id"]).query(),
     }
 
 
