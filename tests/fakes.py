@@ -308,6 +308,8 @@ class _SiteHandler(_Handler):
         time.sleep(site.latency)
         with site.lock:
             site.hits[self.path] += 1
+        if site.fail_status:
+            return self._send(site.fail_status, b"<h1>Service unavailable</h1>", "text/html")
         page = site.pages.get(urlsplit(self.path).path)
         if page is None:
             return self._send(404, b"<h1>Not found</h1>", "text/html")
@@ -322,6 +324,7 @@ class FakeSite(LoopbackServer):
 
     pages: dict[str, FakePage] = field(default_factory=dict)
     latency: float = 0.0
+    fail_status: int = 0  # every page answers this status (an outage)
 
     def __post_init__(self) -> None:
         LoopbackServer.__init__(self, _SiteHandler)

@@ -98,7 +98,8 @@ def check_result(result: dict, world) -> None:
     assert len(result["sentences"]) == 7
     evidence = [e for s in result["sentences"] for c in s["claims"] for e in c["evidence"]]
     assert evidence and all(e["source_type"] and e["verdict"] for e in evidence if e["status"] == "done")
-    counted = [e for e in evidence if e["verdict"] in ("supported", "not_supported")]
+    counted = [e for e in evidence if e["verdict"] in ("supported", "not_supported", "irrelevant")]
+    assert result["score_rule"] == "all"
     assert result["total"] == len(counted)
     assert result["score"] == sum(e["verdict"] == "supported" for e in counted) / len(counted)
     assert result["usage"]["llm_calls"] == sum(world.llm.calls.values())
@@ -117,10 +118,17 @@ def test_verify_runs_through_a_celery_worker_process_on_redis(env, worker_proces
 
 def test_verify_without_redis_uses_the_embedded_worker(env, world, tmp_path):
     out = tmp_path / "out.json"
-    done = manage(env, "verify", "--json", str(out), "--mode", "sparse", stdin=SAMPLE.read_text())
+    done = manage(
+        env, "verify", "--json", str(out), "--mode", "sparse", "--score-rule", "decisive", stdin=SAMPLE.read_text()
+    )
 
     assert done.returncode == 0, done.stderr
-    check_result(json.loads(out.read_text()), world)
+    result = json.loads(out.read_text())
+    assert result["score_rule"] == "decisive"
+    evidence = [e for s in result["sentences"] for c in s["claims"] for e in c["evidence"]]
+    decisive = [e for e in evidence if e["verdict"] in ("supported", "not_supported")]
+    assert result["total"] == len(decisive) < len([e for e in evidence if e["verdict"]])
+    assert "score rule decisive" in done.stdout
 
 
 def test_verify_with_dense_retrieval_loads_the_offline_model(env, world, tmp_path):

@@ -6,7 +6,8 @@ import time
 import pytest
 
 from verification.models import Verification
-from verification.scoring import COUNTED_VERDICTS
+
+JUDGED = ("supported", "not_supported", "irrelevant")
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,16 +49,21 @@ def test_it_verifies_a_text_end_to_end(client, world, celery_worker):
     assert "The Eiffel Tower was completed in 1889." in claims  # "It" resolved from context
     greeting = result["sentences"][3]
     assert greeting["claims"] == [] and greeting["score"] is None and "no checkable claim" in greeting["error"]
+    assert greeting["outcome"] == "no_claim" and greeting["note"] == greeting["error"]
 
     steel = result["sentences"][2]
     verdicts = [e["verdict"] for c in steel["claims"] for e in c["evidence"]]
     assert "not_supported" in verdicts, [e for c in steel["claims"] for e in c["evidence"]]
+    assert steel["outcome"] in ("contradicted", "mixed") and "contradict" in steel["note"]
+    assert result["score_rule"] == "all"
     for sentence in result["sentences"][:3]:
         evidence = [e for c in sentence["claims"] for e in c["evidence"]]
         supported = sum(e["verdict"] == "supported" for e in evidence)
-        counted = sum(e["verdict"] in COUNTED_VERDICTS for e in evidence)
-        assert (sentence["supported"], sentence["total"]) == (supported, counted)
-        assert sentence["score"] == (supported / counted if counted else None)
+        judged = sum(e["verdict"] in JUDGED for e in evidence)
+        assert (sentence["supported"], sentence["total"]) == (supported, judged)
+        assert sentence["score"] == (supported / judged if judged else None)
+        for claim in sentence["claims"]:
+            assert claim["outcome"] in ("supported", "contradicted", "mixed", "unconfirmed", "no_evidence", "failed")
     evidence = all_evidence(result)
     assert {e["source_type"] for e in evidence} >= {"wiki", "news"}
     assert all(e["rationale"] and e["title"] and e["host"].startswith("127.0.0.1:") for e in evidence if e["verdict"])
@@ -73,6 +79,33 @@ def test_it_verifies_a_text_end_to_end(client, world, celery_worker):
     assert result["usage"]["llm_calls"] == sum(calls.values())
     assert calls["claims"] == 4
     assert result["usage"]["prompt_tokens"] > 0 and result["usage"]["searches"] == len(claims)
+
+
+def test_a_page_is_one_evidence_item_per_claim_whatever_the_passages_per_page(client, world, celery_worker):
+    result = wait_for(client, run(client, retrieval_mode="sparse", top_k_passages=3, context_size=0))
+
+    for sentence in result["sentences"]:
+        for claim in sentence["claims"]:
+            urls = [e["url"] for e in claim["evidence"]]
+            assert len(urls) == len(set(urls)), claim
+    several = [e for e in all_evidence(result) if len(e["highlights"]) > 1]
+    assert several, "no page gave more than one matching passage"
+    for item in several:
+        marked = [item["passage"][start:end] for start, end in item["highlights"]]
+        assert all(text.strip() for text in marked)
+
+
+def test_the_decisive_rule_leaves_irrelevant_evidence_out(client, world, celery_worker):
+    verification_id = run(client, retrieval_mode="sparse")
+    everything = wait_for(client, verification_id)
+    decisive = client.get(f"/api/verifications/{verification_id}", {"score_rule": "decisive"}).json()
+
+    assert decisive["score_rule"] == "decisive"
+    evidence = all_evidence(everything)
+    assert any(e["verdict"] == "irrelevant" for e in evidence)
+    assert everything["total"] == sum(e["verdict"] in JUDGED for e in evidence)
+    assert decisive["total"] == sum(e["verdict"] in ("supported", "not_supported") for e in evidence)
+    assert decisive["supported"] == everything["supported"]
 
 
 def test_each_page_is_fetched_once_per_run(client, world, celery_worker):
@@ -94,7 +127,7 @@ def test_excluding_evidence_and_types_recomputes_scores(client, world, celery_wo
     kept = [
         e
         for e in all_evidence(result)
-        if e["verdict"] in COUNTED_VERDICTS and e["id"] != first["id"] and e["source_type"] != "news"
+        if e["verdict"] in JUDGED and e["id"] != first["id"] and e["source_type"] != "news"
     ]
     assert narrowed["total"] == len(kept)
     assert narrowed["supported"] == sum(e["verdict"] == "supported" for e in kept)
@@ -112,6 +145,10 @@ def test_a_run_with_llm_failures_and_garbage_still_ends_with_reasons(client, wor
     assert completed["status"] == "failed" and "HTTP 500" in completed["error"]
     assert steel["status"] == "failed" and "malformed" in steel["error"]
     assert result["sentences"][0]["score"] is not None
+    decompose = next(p for p in result["problems"] if p["step"] == "decompose")
+    assert decompose["count"] == 2
+    assert sorted(r["count"] for r in decompose["reasons"]) == [1, 1]
+    assert completed["outcome"] == "failed" and completed["note"] == completed["error"]
 
 
 def test_a_run_where_every_sentence_fails_is_failed_with_the_reason(client, world, celery_worker):
@@ -119,17 +156,54 @@ def test_a_run_where_every_sentence_fails_is_failed_with_the_reason(client, worl
     result = wait_for(client, run(client, text="Water boils at 100 degrees Celsius at sea level."))
 
     assert result["status"] == "failed"
-    assert "every sentence failed" in result["error"] and "API key" in result["error"]
+    assert "no evidence could be judged" in result["error"] and "API key" in result["error"]
     assert Verification.objects.get(pk=result["id"]).finished_at is not None
 
 
-def test_search_outage_fails_claims_not_the_run(client, world, celery_worker):
+def test_a_search_outage_fails_the_run_and_a_retry_completes_it_in_place(client, world, celery_worker):
     world.serper.fail_status = 503
-    result = wait_for(client, run(client, text="The Eiffel Tower is in Paris, France."))
+    verification_id = run(client, text="The Eiffel Tower is in Paris, France. It was completed in 1889.")
+    result = wait_for(client, verification_id)
 
     claim = result["sentences"][0]["claims"][0]
-    assert result["status"] == "done"
-    assert claim["status"] == "failed" and "HTTP 503" in claim["error"]
+    assert result["status"] == "failed" and "no evidence could be judged" in result["error"]
+    assert claim["status"] == "failed" and "HTTP 503" in claim["error"] and claim["outcome"] == "failed"
+    search = next(p for p in result["problems"] if p["step"] == "search")
+    assert search["count"] == len([c for s in result["sentences"] for c in s["claims"]])
+    assert "HTTP 503" in search["reasons"][0]["reason"]
+
+    world.serper.fail_status = 0
+    calls_before = world.llm.calls["claims"]
+    response = client.post(f"/api/verifications/{verification_id}/retry")
+    assert response.status_code == 202, response.content
+    assert response.json()["retried"] == search["count"]
+    retried = wait_for(client, verification_id)
+
+    assert retried["status"] == "done" and retried["error"] == ""
+    assert [p["step"] for p in retried["problems"]] in ([], ["fetch"])  # the sample world's 403 page
+    assert retried["retries"] == 1
+    assert retried["score"] is not None
+    assert world.llm.calls["claims"] == calls_before  # claims were not found again, only searched
+    again = client.post(f"/api/verifications/{verification_id}/retry")  # only the 403 page is left to retry
+    assert again.status_code == 202 and again.json()["retried"] == sum(p["count"] for p in retried["problems"])
+    wait_for(client, verification_id)
+
+
+def test_a_page_that_fails_is_read_again_on_retry(client, world, celery_worker):
+    site = world.sites[0]
+    site.fail_status = 503
+    verification_id = run(client, retrieval_mode="sparse")
+    result = wait_for(client, verification_id)
+    fetch = next(p for p in result["problems"] if p["step"] == "fetch")
+    assert fetch["count"] >= 1 and any("503" in r["reason"] for r in fetch["reasons"])
+
+    site.fail_status = 0
+    assert client.post(f"/api/verifications/{verification_id}/retry").status_code == 202
+    retried = wait_for(client, verification_id)
+
+    assert retried["status"] == "done"
+    assert all(p["step"] != "fetch" or all("503" not in r["reason"] for r in p["reasons"]) for p in retried["problems"])
+    assert len(all_evidence(retried)) > len(all_evidence(result))
 
 
 def test_a_second_run_reuses_cached_answers(client, world, celery_worker):

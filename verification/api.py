@@ -16,11 +16,11 @@ from ninja.responses import Status
 
 from verification import providers, selectors, services, tasks
 from verification.forms import VerificationForm
-from verification.models import Verification
+from verification.models import FINISHED, Verification
 from verification.pipeline import categorize, decompose, extract, judge, passages, search, segment
 from verification.pipeline.types import EvidenceToJudge, SegmentedSentence, StepError
-from verification.scoring import EvidenceRecord, Tally, compute_scores
-from verification.viewstate import parse_ids
+from verification.scoring import DEFAULT_RULE, EvidenceRecord, Tally, compute_scores
+from verification.viewstate import ViewState, parse_ids
 
 api = NinjaAPI(
     title="factsite API",
@@ -110,22 +110,53 @@ def verification_create(request: HttpRequest, payload: VerificationIn):
     )
 
 
-class Exclusions(Schema):
+class ResultView(Schema):
     exclude_evidence: str = Field("", description="Comma-separated evidence ids to leave out of the scores.")
     exclude_types: str = Field("", description="Comma-separated source types to leave out of the scores.")
+    score_rule: Literal["all", "decisive"] = Field(
+        DEFAULT_RULE,
+        description="all: supported ÷ all judged evidence (the paper's); decisive: supported ÷ (supported + "
+        "not supported), irrelevant evidence left out.",
+    )
 
 
 @api.get("/verifications/{verification_id}", response={200: dict, 404: Error}, tags=["verifications"])
-def verification_get(request: HttpRequest, verification_id: uuid.UUID, exclusions: Query[Exclusions]):
-    """The result JSON: status, progress and everything found so far, with scores computed over
-    the evidence not excluded."""
-    verification = get_object_or_404(Verification, pk=verification_id)
-    verification = services.verification_expire_if_stale(verification, timeout_s=settings.RUN_TIMEOUT)
-    return selectors.verification_result(
-        verification,
-        excluded_ids=parse_ids(exclusions.exclude_evidence),
-        excluded_types=[t for t in exclusions.exclude_types.split(",") if t.strip()],
+def verification_get(request: HttpRequest, verification_id: uuid.UUID, view: Query[ResultView]):
+    """The result JSON: status, progress, problems and everything found so far, with scores
+    computed by the score rule over the evidence not excluded."""
+    verification = _verification(verification_id)
+    state = ViewState(
+        excluded_ids=frozenset(parse_ids(view.exclude_evidence)),
+        excluded_types=frozenset(t for t in view.exclude_types.split(",") if t.strip()),
+        score_rule=view.score_rule,
     )
+    return selectors.verification_result(verification, state)
+
+
+class RetryOut(Schema):
+    id: str
+    status: str
+    retried: int = Field(description="How many failed (or stranded) items were queued again.")
+
+
+@api.post(
+    "/verifications/{verification_id}/retry", response={202: RetryOut, 404: Error, 409: Error}, tags=["verifications"]
+)
+def verification_retry(request: HttpRequest, verification_id: uuid.UUID):
+    """Queue the failed items of a finished run again, in place (same id and permalink)."""
+    verification = _verification(verification_id)
+    if verification.status not in FINISHED:
+        return Status(409, {"detail": "The run is still going: retry it once it has finished."})
+    retried = tasks.retry_failed(verification.pk)
+    if not retried:
+        return Status(409, {"detail": "Nothing in this run failed: there is nothing to retry."})
+    verification.refresh_from_db()
+    return Status(202, {"id": str(verification.pk), "status": verification.status, "retried": retried})
+
+
+def _verification(verification_id) -> Verification:
+    verification = get_object_or_404(Verification, pk=verification_id)
+    return services.verification_expire_if_stale(verification, timeout_s=settings.RUN_TIMEOUT)
 
 
 # --- the steps, one by one
@@ -302,33 +333,47 @@ def step_judge(request: HttpRequest, payload: JudgeIn):
 class EvidenceIn(Schema):
     id: int
     sentence_index: int
+    claim_id: int = Field(0, description="Evidence of one claim shares an id; claims are scored too.")
     source_type: str
-    verdict: str
+    verdict: Literal["supported", "not_supported", "irrelevant", ""] = Field(description='"" when not judged')
+    failed: bool = False
 
 
 class ScoreIn(Schema):
     evidence: list[EvidenceIn] = Field(max_length=100_000)
     excluded_ids: list[int] = []
     excluded_types: list[str] = []
+    score_rule: Literal["all", "decisive"] = DEFAULT_RULE
 
 
 @steps.post("/score")
 def step_score(request: HttpRequest, payload: ScoreIn):
-    """Credibility scores (supported ÷ supported + not supported) for a set of judged evidence."""
+    """Credibility scores for a set of judged evidence: supported ÷ all judged evidence (rule
+    `all`, the default) or supported ÷ (supported + not supported) (rule `decisive`)."""
     scores = compute_scores(
         [EvidenceRecord(**e.dict()) for e in payload.evidence],
+        rule=payload.score_rule,
         excluded_ids=payload.excluded_ids,
         excluded_types=payload.excluded_types,
     )
     return {
+        "score_rule": scores.rule,
         "overall": _tally_json(scores.overall),
         "sentences": {str(i): _tally_json(t) for i, t in sorted(scores.sentences.items())},
+        "claims": {str(i): _tally_json(t) for i, t in sorted(scores.claims.items())},
         "source_types": scores.distribution,
     }
 
 
 def _tally_json(tally: Tally) -> dict:
-    return {"supported": tally.supported, "total": tally.total, "score": tally.score, "band": tally.band}
+    return {
+        "supported": tally.supported,
+        "not_supported": tally.not_supported,
+        "irrelevant": tally.irrelevant,
+        "total": tally.total,
+        "score": tally.score,
+        "band": tally.band,
+    }
 
 
 api.add_router("/steps", steps)

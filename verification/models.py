@@ -56,6 +56,11 @@ class Verification(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     searches = models.PositiveIntegerField(default=0)
+    # The highest progress percentage shown so far: the bar never goes back as work is found.
+    progress = models.PositiveSmallIntegerField(default=0)
+    # Times "Retry failed parts" re-queued this run (shown with the run's details).
+    retries = models.PositiveSmallIntegerField(default=0)
+    retried_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -1,22 +1,52 @@
-"""Credibility scores: one pure implementation for the worker, the live recompute and the API.
+"""Credibility scores and outcomes: one pure implementation for the worker, the live recompute,
+the API and the CLI.
 
-credibility = supported ÷ (supported + not supported), over the evidence the viewer includes.
-Evidence judged irrelevant (or not judged) is left out of both counts: a passage that does not
-address a claim says nothing about whether it is true. No counted evidence → no score (None),
-which is not the same as 0."""
+Two score rules, over the evidence the viewer includes:
+- `all` (the default, the FACTS&EVIDENCE paper's): supported ÷ all judged evidence. A page that
+  was read and does not address the claim counts in the denominator: "5 pages read, 1 confirms
+  it" is weaker than "1 page read, 1 confirms it".
+- `decisive`: supported ÷ (supported + not supported). Irrelevant pages count in neither: only
+  evidence that takes a side decides.
+Evidence that failed or is not judged yet counts under neither rule; it is reported as a problem
+instead. No counted evidence → no score (None), which is not the same as 0.
 
-from collections import Counter
+Every claim also gets an outcome — supported, contradicted, mixed, unconfirmed, no_evidence or
+failed (pending while it is being checked) — and every claim and sentence one sentence of words
+saying why it has its colour."""
+
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
 SUPPORTED = "supported"
 NOT_SUPPORTED = "not_supported"
-COUNTED_VERDICTS = (SUPPORTED, NOT_SUPPORTED)
+IRRELEVANT = "irrelevant"
+
+RULE_ALL = "all"
+RULE_DECISIVE = "decisive"
+SCORE_RULES = {
+    RULE_ALL: "supported ÷ all judged evidence",
+    RULE_DECISIVE: "supported ÷ (supported + contradicting)",
+}
+DEFAULT_RULE = RULE_ALL
 
 # Bands: red [0, 0.3), orange [0.3, 0.6), green [0.6, 1]; "none" when there is no score.
 BANDS = ((0.6, "green"), (0.3, "orange"), (0.0, "red"))
 BAND_LABELS = {"green": "mostly supported", "orange": "mixed", "red": "mostly unsupported", "none": "no evidence"}
+
+OUTCOMES = ("supported", "contradicted", "mixed", "unconfirmed", "no_evidence", "failed")
+PENDING = "pending"
+NO_CLAIM = "no_claim"  # a sentence's outcome only: nothing in it could be checked
+OUTCOME_LABELS = {
+    "supported": "supported",
+    "contradicted": "contradicted",
+    "mixed": "mixed evidence",
+    "unconfirmed": "unconfirmed",
+    "no_evidence": "no evidence",
+    "failed": "check failed",
+    PENDING: "being checked",
+    NO_CLAIM: "nothing to check",
+}
 
 
 class EvidenceRecord(NamedTuple):
@@ -24,14 +54,33 @@ class EvidenceRecord(NamedTuple):
     # live recompute.
     id: int
     sentence_index: int
+    claim_id: int
     source_type: str
-    verdict: str
+    verdict: str  # "" until judged, and for evidence the judge failed on
+    failed: bool = False
 
 
 @dataclass(frozen=True)
 class Tally:
+    """Counts of included evidence (and of what the viewer left out) for a claim, a sentence or
+    the whole run, with the rule that turns them into a score."""
+
     supported: int = 0
-    total: int = 0
+    not_supported: int = 0
+    irrelevant: int = 0
+    failed: int = 0
+    pending: int = 0
+    excluded: int = 0
+    rule: str = DEFAULT_RULE
+
+    @property
+    def judged(self) -> int:
+        return self.supported + self.not_supported + self.irrelevant
+
+    @property
+    def total(self) -> int:
+        """The denominator under the rule."""
+        return self.judged if self.rule == RULE_ALL else self.supported + self.not_supported
 
     @property
     def score(self) -> float | None:
@@ -44,10 +93,18 @@ class Tally:
 
 @dataclass(frozen=True)
 class Scores:
+    rule: str
     sentences: dict[int, Tally]
+    claims: dict[int, Tally]
     overall: Tally
-    # Share of counted evidence per source type, in percent (sums to 100 when any is counted).
+    # Share of included judged evidence per source type, in percent (sums to 100 when any).
     distribution: dict[str, float]
+
+    def sentence(self, index: int) -> Tally:
+        return self.sentences.get(index) or Tally(rule=self.rule)
+
+    def claim(self, claim_id: int) -> Tally:
+        return self.claims.get(claim_id) or Tally(rule=self.rule)
 
 
 def band(score: float | None) -> str:
@@ -56,29 +113,158 @@ def band(score: float | None) -> str:
     return next(name for threshold, name in BANDS if score >= threshold)
 
 
+def valid_rule(value: str | None) -> str:
+    return value if value in SCORE_RULES else DEFAULT_RULE
+
+
 def is_included(record: EvidenceRecord, excluded_ids: frozenset[int], excluded_types: frozenset[str]) -> bool:
     return record.id not in excluded_ids and record.source_type not in excluded_types
+
+
+class _Counts:
+    __slots__ = ("supported", "not_supported", "irrelevant", "failed", "pending", "excluded")
+
+    def __init__(self) -> None:
+        self.supported = self.not_supported = self.irrelevant = self.failed = self.pending = self.excluded = 0
+
+    def add(self, record: EvidenceRecord, included: bool) -> None:
+        if not included:
+            self.excluded += 1
+        elif record.verdict == SUPPORTED:
+            self.supported += 1
+        elif record.verdict == NOT_SUPPORTED:
+            self.not_supported += 1
+        elif record.verdict == IRRELEVANT:
+            self.irrelevant += 1
+        elif record.failed:
+            self.failed += 1
+        else:
+            self.pending += 1
+
+    def tally(self, rule: str) -> Tally:
+        return Tally(
+            self.supported, self.not_supported, self.irrelevant, self.failed, self.pending, self.excluded, rule
+        )
 
 
 def compute_scores(
     evidence: Iterable[EvidenceRecord],
     *,
+    rule: str = DEFAULT_RULE,
     excluded_ids: Iterable[int] = (),
     excluded_types: Iterable[str] = (),
 ) -> Scores:
+    rule = valid_rule(rule)
     excluded_ids, excluded_types = frozenset(excluded_ids), frozenset(excluded_types)
-    supported: Counter[int] = Counter()
-    total: Counter[int] = Counter()
-    types: Counter[str] = Counter()
+    sentences: dict[int, _Counts] = {}
+    claims: dict[int, _Counts] = {}
+    overall = _Counts()
+    types: dict[str, int] = {}
     for record in evidence:
-        if record.verdict not in COUNTED_VERDICTS or not is_included(record, excluded_ids, excluded_types):
-            continue
-        total[record.sentence_index] += 1
-        supported[record.sentence_index] += record.verdict == SUPPORTED
-        types[record.source_type] += 1
-    counted = sum(total.values())
+        included = is_included(record, excluded_ids, excluded_types)
+        for counts in (
+            sentences.setdefault(record.sentence_index, _Counts()),
+            claims.setdefault(record.claim_id, _Counts()),
+            overall,
+        ):
+            counts.add(record, included)
+        if included and record.verdict:
+            types[record.source_type] = types.get(record.source_type, 0) + 1
+    judged = sum(types.values())
     return Scores(
-        sentences={i: Tally(supported[i], total[i]) for i in total},
-        overall=Tally(sum(supported.values()), counted),
-        distribution={t: 100 * n / counted for t, n in types.items()},
+        rule=rule,
+        sentences={i: counts.tally(rule) for i, counts in sentences.items()},
+        claims={i: counts.tally(rule) for i, counts in claims.items()},
+        overall=overall.tally(rule),
+        distribution={t: 100 * n / judged for t, n in types.items()},
     )
+
+
+# --- outcomes and the words for them
+
+
+def outcome(tally: Tally, *, finished: bool, failed: bool = False) -> str:
+    """What the included evidence says about a claim (or a sentence). `failed`: the claim's
+    own step failed (search, every page, its judging)."""
+    if not finished:
+        return PENDING
+    if tally.supported and tally.not_supported:
+        return "mixed"
+    if tally.supported:
+        return "supported"
+    if tally.not_supported:
+        return "contradicted"
+    if tally.irrelevant:
+        return "unconfirmed"
+    if tally.excluded:
+        return "no_evidence"
+    if failed or tally.failed:
+        return "failed"
+    return "no_evidence"
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _verb(n: int, verb: str) -> str:
+    return verb + "s" if n == 1 else verb
+
+
+def explain(tally: Tally, result: str, *, reason: str = "", noun: str = "page") -> str:
+    """One sentence saying why an item has its outcome: counts of what was included, or the
+    reason (a failure, "the web search found no pages") when nothing was."""
+    nouns = (noun, noun + "s")
+    if result == PENDING:
+        return "still being checked"
+    if result == NO_CLAIM:
+        return reason or "no checkable claim in this sentence"
+    if result in ("failed", "no_evidence") and not tally.judged:
+        if tally.excluded and not tally.failed:
+            return f"all {_count(tally.excluded, 'evidence item is', 'evidence items are')} left out of this view"
+        return reason or "no evidence was found"
+    parts = []
+    if tally.not_supported:
+        parts.append(f"{_count(tally.not_supported, *nouns)} {_verb(tally.not_supported, 'contradict')} it")
+    if tally.supported:
+        parts.append(f"{_count(tally.supported, *nouns)} {_verb(tally.supported, 'support')} it")
+    if not parts:
+        text = f"{_count(tally.irrelevant, *nouns)} read, none confirms or contradicts it"
+    else:
+        text = ", ".join(parts)
+        if tally.irrelevant:
+            text += f"; {_count(tally.irrelevant, 'other', 'others')} did not address it"
+    if tally.failed:
+        text += f"; {_count(tally.failed, 'item', 'items')} could not be judged"
+    if tally.excluded:
+        text += f" ({tally.excluded} left out of this view)"
+    return text
+
+
+def sentence_outcome(tally: Tally, *, status: str, claim_outcomes: list[str]) -> str:
+    if status in ("pending", "running"):
+        return PENDING
+    if status == "failed":
+        return "failed"
+    if not claim_outcomes:
+        return NO_CLAIM
+    return outcome(tally, finished=True, failed="failed" in claim_outcomes)
+
+
+def explain_sentence(
+    tally: Tally, result: str, *, error: str, claim_outcomes: list[str], claim_notes: list[str]
+) -> str:
+    """The sentence's one note: its own failure, or what its claims' evidence says, and how many
+    of its claims could not be checked."""
+    if result in ("failed", NO_CLAIM) and error:
+        return error
+    failed_notes = [note for o, note in zip(claim_outcomes, claim_notes, strict=True) if o == "failed"]
+    if result == "failed":
+        return failed_notes[0] if failed_notes else "the check failed"
+    if result == "no_evidence" and not tally.judged and not tally.excluded:
+        empty = [note for o, note in zip(claim_outcomes, claim_notes, strict=True) if o == "no_evidence"]
+        return empty[0] if empty else "no evidence was found"
+    text = explain(tally, result, noun="source")
+    if failed_notes and result != PENDING:
+        text += f"; {_count(len(failed_notes), 'claim', 'claims')} could not be checked ({failed_notes[0]})"
+    return text

@@ -1,12 +1,14 @@
 """Reads shaped for one page or endpoint: a fixed handful of queries per call, never one per row."""
 
-from collections import defaultdict
+import logging
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from django.core.cache import cache
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q
 
+from verification import services
 from verification.models import (
     FINISHED,
     Claim,
@@ -18,12 +20,55 @@ from verification.models import (
     Status,
     Verification,
 )
-from verification.scoring import BAND_LABELS, EvidenceRecord, Scores, Tally, compute_scores
+from verification.scoring import (
+    BAND_LABELS,
+    OUTCOME_LABELS,
+    SCORE_RULES,
+    EvidenceRecord,
+    Scores,
+    Tally,
+    compute_scores,
+    explain,
+    explain_sentence,
+    outcome,
+    sentence_outcome,
+)
 from verification.viewstate import ViewState
+
+logger = logging.getLogger(__name__)
 
 
 def permalink(verification: Verification) -> str:
     return f"/v/{verification.pk}"
+
+
+def _once_finished(verification: Verification, name: str, compute):
+    """A finished run does not change until it is retried: what its pages read of it is cached
+    (keyed on when it finished), so the live recompute costs no query over its sentences,
+    claims or evidence."""
+    if verification.status not in FINISHED or verification.finished_at is None:
+        return compute()
+    key = f"factsite:{name}:{verification.pk}:{verification.finished_at.timestamp()}"
+    value = _cache_get(key)
+    if value is None:
+        value = compute()
+        _cache_set(key, value)
+    return value
+
+
+def _cache_get(key: str):
+    try:
+        return cache.get(key)
+    except Exception:  # a cache outage makes the page slower, never an error
+        logger.warning("cache read failed for %s", key, exc_info=True)
+        return None
+
+
+def _cache_set(key: str, value) -> None:
+    try:
+        cache.set(key, value, timeout=24 * 3600)
+    except Exception:
+        logger.warning("cache write failed for %s", key, exc_info=True)
 
 
 def evidence_records(verification: Verification) -> list[EvidenceRecord]:
@@ -31,34 +76,73 @@ def evidence_records(verification: Verification) -> list[EvidenceRecord]:
     return _once_finished(verification, "evidence-records", lambda: _evidence_records(verification))
 
 
-def _once_finished(verification: Verification, name: str, compute):
-    """A finished run never changes: what the result page reads of it is cached, so the live
-    recompute costs no query over its sentences, claims or evidence."""
-    if verification.status not in FINISHED:
-        return compute()
-    key = f"factsite:{name}:{verification.pk}"
-    value = cache.get(key)
-    if value is None:
-        value = compute()
-        cache.set(key, value, timeout=24 * 3600)
-    return value
-
-
 def _evidence_records(verification: Verification) -> list[EvidenceRecord]:
     rows = Evidence.objects.filter(claim__sentence__verification=verification).values_list(
-        "id", "claim__sentence__index", "source__source_type", "verdict"
+        "id", "claim__sentence__index", "claim_id", "source__source_type", "verdict", "status"
     )
-    return [EvidenceRecord(id=i, sentence_index=s, source_type=t, verdict=v) for i, s, t, v in rows]
+    return [EvidenceRecord(i, s, c, t, v, status == Status.FAILED) for i, s, c, t, v, status in rows]
 
 
-def verification_scores(verification: Verification, *, excluded_ids=(), excluded_types=()) -> Scores:
-    return compute_scores(evidence_records(verification), excluded_ids=excluded_ids, excluded_types=excluded_types)
+class ClaimRecord(NamedTuple):
+    id: int
+    sentence_index: int
+    status: str
+    error: str
+
+
+def claim_records(verification: Verification) -> list[ClaimRecord]:
+    return _once_finished(
+        verification,
+        "claim-records",
+        lambda: [
+            ClaimRecord(*row)
+            for row in Claim.objects.filter(sentence__verification=verification)
+            .order_by("sentence__index", "index")
+            .values_list("id", "sentence__index", "status", "error")
+        ],
+    )
+
+
+def verification_scores(verification: Verification, state: ViewState) -> Scores:
+    return compute_scores(
+        evidence_records(verification),
+        rule=state.score_rule,
+        excluded_ids=state.excluded_ids,
+        excluded_types=state.excluded_types,
+    )
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """Outcome and note of every claim and sentence, for one view state."""
+
+    claims: dict[int, tuple[str, str]]
+    sentences: dict[int, tuple[str, str]]
+
+
+def verdicts(scores: Scores, claims: list[ClaimRecord], sentences: list) -> Verdicts:
+    by_claim, by_sentence = {}, defaultdict(list)
+    for claim in claims:
+        tally = scores.claim(claim.id)
+        finished = claim.status in (ClaimStatus.DONE, ClaimStatus.FAILED)
+        result = outcome(tally, finished=finished, failed=claim.status == ClaimStatus.FAILED)
+        by_claim[claim.id] = (result, explain(tally, result, reason=claim.error))
+        by_sentence[claim.sentence_index].append(by_claim[claim.id])
+    by_sentence_result = {}
+    for sentence in sentences:
+        tally = scores.sentence(sentence.index)
+        claim_results = by_sentence[sentence.index]
+        outcomes, notes = [o for o, _ in claim_results], [n for _, n in claim_results]
+        result = sentence_outcome(tally, status=sentence.status, claim_outcomes=outcomes)
+        note = explain_sentence(tally, result, error=sentence.error, claim_outcomes=outcomes, claim_notes=notes)
+        by_sentence_result[sentence.index] = (result, note)
+    return Verdicts(claims=by_claim, sentences=by_sentence_result)
 
 
 def verification_progress(verification: Verification) -> dict:
-    sentences = Sentence.objects.filter(verification=verification).aggregate(
-        total=Count("id"), finished=Count("id", filter=Q(status__in=FINISHED))
-    )
+    """Counts per stage, labelled for what they count, and a percentage that never goes back."""
+    sentences = Sentence.objects.filter(verification=verification)
+    split = sentences.filter(Q(status__in=FINISHED) | Exists(Claim.objects.filter(sentence=OuterRef("pk")))).count()
     claims = Claim.objects.filter(sentence__verification=verification).aggregate(
         total=Count("id"),
         searched=Count("id", filter=~Q(status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING])),
@@ -71,8 +155,9 @@ def verification_progress(verification: Verification) -> dict:
     judgements = Evidence.objects.filter(claim__sentence__verification=verification).aggregate(
         total=Count("id"), finished=Count("id", filter=Q(status__in=FINISHED))
     )
+    total_sentences = sentences.count()
     stages = [
-        (sentences["finished"], sentences["total"]),
+        (split, total_sentences),
         (claims["searched"], claims["total"]),
         (pages["fetched"] + pages["failed"], pages["total"]),
         (judgements["finished"], judgements["total"]),
@@ -80,19 +165,83 @@ def verification_progress(verification: Verification) -> dict:
     if verification.status in FINISHED:
         percent = 100
     else:
-        # Each stage is a quarter of the bar; a stage not reached yet counts as empty.
-        percent = min(99, round(sum(25 * done / total for done, total in stages if total)))
+        # Each stage is a quarter of the bar; a stage not reached yet counts as empty. Found work
+        # (more claims, more pages) lowers a stage's share, so the bar keeps its highest value.
+        computed = min(99, round(sum(25 * done / total for done, total in stages if total)))
+        percent = max(computed, verification.progress)
+        if computed > verification.progress:
+            services.progress_record(verification.pk, computed)
     return {
         "percent": percent,
-        "sentences": {"total": sentences["total"], "decomposed": sentences["finished"]},
+        "sentences": {"total": total_sentences, "decomposed": split},
         "claims": {"total": claims["total"], "searched": claims["searched"]},
         "pages": {"total": pages["total"], "fetched": pages["fetched"], "failed": pages["failed"]},
         "judgements": {"total": judgements["total"], "made": judgements["finished"]},
     }
 
 
-def verification_result(verification: Verification, *, excluded_ids=(), excluded_types=()) -> dict:
+PROBLEM_STEPS = {
+    "run": "the run",
+    "decompose": "finding claims",
+    "search": "web search",
+    "fetch": "reading pages",
+    "judge": "judging evidence",
+    "categorize": "deciding source types",
+}
+
+
+def verification_problems(verification: Verification) -> list[dict]:
+    """Failed items grouped by step: how many, and each readable reason with its count."""
+    return _once_finished(verification, "problems", lambda: _problems(verification))
+
+
+def _problems(verification: Verification) -> list[dict]:
+    run_reasons = []
+    if verification.status == Status.FAILED and not verification.error.startswith("no evidence could be judged"):
+        run_reasons = [verification.error]
+    failed_claims = (
+        Claim.objects.filter(sentence__verification=verification, status=ClaimStatus.FAILED)
+        .annotate(
+            results=Count("search_results"),
+            failed_results=Count("search_results", filter=Q(search_results__status=Status.FAILED)),
+        )
+        .values_list("error", "results", "failed_results")
+    )
+    reasons = {
+        "run": run_reasons,
+        "decompose": list(
+            Sentence.objects.filter(verification=verification, status=Status.FAILED).values_list("error", flat=True)
+        ),
+        # A claim whose every page failed is told under "reading pages", once per page.
+        "search": [error for error, results, failed in failed_claims if not results or failed < results],
+        "fetch": list(verification.sources.filter(status=Status.FAILED).values_list("error", flat=True)),
+        "judge": list(
+            Evidence.objects.filter(claim__sentence__verification=verification, status=Status.FAILED).values_list(
+                "error", flat=True
+            )
+        ),
+        "categorize": [
+            decided.removeprefix("fallback: ")
+            for decided in verification.sources.filter(type_decided_by__startswith="fallback").values_list(
+                "type_decided_by", flat=True
+            )
+        ],
+    }
+    return [
+        {
+            "step": step,
+            "label": PROBLEM_STEPS[step],
+            "count": len(found),
+            "reasons": [{"reason": reason, "count": n} for reason, n in Counter(found).most_common()],
+        }
+        for step, found in reasons.items()
+        if found
+    ]
+
+
+def verification_result(verification: Verification, state: ViewState | None = None) -> dict:
     """The result JSON shared by the API, the CLI and the download button."""
+    state = state or ViewState()
     sentences = list(verification.sentences.all())
     claims_by_sentence = defaultdict(list)
     for claim in Claim.objects.filter(sentence__verification=verification).order_by("sentence_id", "index"):
@@ -101,8 +250,8 @@ def verification_result(verification: Verification, *, excluded_ids=(), excluded
     evidence = Evidence.objects.filter(claim__sentence__verification=verification).select_related("source")
     for item in evidence.order_by("claim_id", "-relevance", "pk"):
         evidence_by_claim[item.claim_id].append(item)
-    scores = verification_scores(verification, excluded_ids=excluded_ids, excluded_types=excluded_types)
-    excluded_ids, excluded_types = set(excluded_ids), set(excluded_types)
+    scores = verification_scores(verification, state)
+    found = verdicts(scores, claim_records(verification), sentences)
     return {
         "id": str(verification.pk),
         "permalink": permalink(verification),
@@ -111,13 +260,13 @@ def verification_result(verification: Verification, *, excluded_ids=(), excluded
         "created_at": verification.created_at.isoformat(),
         "finished_at": verification.finished_at.isoformat() if verification.finished_at else None,
         "settings": verification.settings,
-        "score": scores.overall.score,
-        "band": scores.overall.band,
-        "supported": scores.overall.supported,
-        "total": scores.overall.total,
+        "score_rule": scores.rule,
+        **_tally_json(scores.overall),
         "source_types": scores.distribution,
-        "excluded_evidence": sorted(excluded_ids),
-        "excluded_types": sorted(excluded_types),
+        "excluded_evidence": sorted(state.excluded_ids),
+        "excluded_types": sorted(state.excluded_types),
+        "problems": verification_problems(verification),
+        "retries": verification.retries,
         "progress": verification_progress(verification),
         "usage": {
             "llm_calls": verification.llm_calls,
@@ -126,15 +275,31 @@ def verification_result(verification: Verification, *, excluded_ids=(), excluded
             "searches": verification.searches,
         },
         "sentences": [
-            _sentence_json(s, scores, claims_by_sentence[s.pk], evidence_by_claim, excluded_ids, excluded_types)
-            for s in sentences
+            _sentence_json(s, scores, found, claims_by_sentence[s.pk], evidence_by_claim, state) for s in sentences
         ],
         "sources": [_source_json(s) for s in verification.sources.order_by("pk")],
     }
 
 
-def _sentence_json(sentence, scores, claims, evidence_by_claim, excluded_ids, excluded_types) -> dict:
-    tally = scores.sentences.get(sentence.index)
+def _tally_json(tally: Tally) -> dict:
+    return {
+        "score": tally.score,
+        "band": tally.band,
+        "supported": tally.supported,
+        "total": tally.total,
+        "counts": {
+            "supported": tally.supported,
+            "not_supported": tally.not_supported,
+            "irrelevant": tally.irrelevant,
+            "failed": tally.failed,
+            "pending": tally.pending,
+            "excluded": tally.excluded,
+        },
+    }
+
+
+def _sentence_json(sentence, scores: Scores, found: Verdicts, claims, evidence_by_claim, state: ViewState) -> dict:
+    result, note = found.sentences[sentence.index]
     return {
         "index": sentence.index,
         "text": sentence.text,
@@ -143,10 +308,9 @@ def _sentence_json(sentence, scores, claims, evidence_by_claim, excluded_ids, ex
         "paragraph": sentence.paragraph_index,
         "status": sentence.status,
         "error": sentence.error,
-        "score": tally.score if tally else None,
-        "band": tally.band if tally else "none",
-        "supported": tally.supported if tally else 0,
-        "total": tally.total if tally else 0,
+        "outcome": result,
+        "note": note,
+        **_tally_json(scores.sentence(sentence.index)),
         "claims": [
             {
                 "id": claim.pk,
@@ -155,14 +319,17 @@ def _sentence_json(sentence, scores, claims, evidence_by_claim, excluded_ids, ex
                 "query": claim.query,
                 "status": claim.status,
                 "error": claim.error,
-                "evidence": [_evidence_json(e, excluded_ids, excluded_types) for e in evidence_by_claim[claim.pk]],
+                "outcome": found.claims[claim.pk][0],
+                "note": found.claims[claim.pk][1],
+                **_tally_json(scores.claim(claim.pk)),
+                "evidence": [_evidence_json(e, state) for e in evidence_by_claim[claim.pk]],
             }
             for claim in claims
         ],
     }
 
 
-def _evidence_json(item: Evidence, excluded_ids, excluded_types) -> dict:
+def _evidence_json(item: Evidence, state: ViewState) -> dict:
     source = item.source
     return {
         "id": item.pk,
@@ -177,7 +344,7 @@ def _evidence_json(item: Evidence, excluded_ids, excluded_types) -> dict:
         "rationale": item.rationale,
         "status": item.status,
         "error": item.error,
-        "included": item.pk not in excluded_ids and source.source_type not in excluded_types,
+        "included": item.pk not in state.excluded_ids and source.source_type not in state.excluded_types,
     }
 
 
@@ -219,41 +386,93 @@ class TypeRow:
 def result_page(verification: Verification, state: ViewState) -> dict:
     """Everything the result page shows for one view state, in a fixed number of queries."""
     records = evidence_records(verification)
-    scores = compute_scores(records, excluded_ids=state.excluded_ids, excluded_types=state.excluded_types)
+    scores = compute_scores(
+        records, rule=state.score_rule, excluded_ids=state.excluded_ids, excluded_types=state.excluded_types
+    )
     sentences = _once_finished(verification, "sentences", lambda: _sentence_rows(verification))
+    found = verdicts(scores, claim_records(verification), sentences)
     selected = next((s for s in sentences if s.index == state.sentence), None)
+    finished = verification.status in FINISHED
+    problems = verification_problems(verification)
     return {
         "verification": verification,
         "state": state,
         "scores": scores,
         "band_label": BAND_LABELS[scores.overall.band],
-        "text_parts": _text_parts(verification.text, sentences, scores, state),
+        "title": title_words(verification.text),
+        "text_parts": _text_parts(verification.text, sentences, scores, found, state),
+        "sentence_notes": _sentence_notes(sentences, scores, found, state),
         "selected": selected,
-        "selected_tally": scores.sentences.get(selected.index, Tally()) if selected else None,
-        "claims": _claim_rows(verification, selected, state) if selected else [],
+        "selected_tally": scores.sentence(selected.index) if selected else None,
+        "selected_verdict": found.sentences[selected.index] if selected else None,
+        "claims": _claim_rows(verification, selected, state, scores, found) if selected else [],
         "types": _type_rows({r.source_type for r in records if r.source_type}, scores, state),
-        "progress": None if verification.status in FINISHED else verification_progress(verification),
-        "finished": verification.status in FINISHED,
-        "failed_sources": _once_finished(
-            verification,
-            "failed-sources",
-            lambda: list(verification.sources.filter(status=Status.FAILED).values("url", "host", "error")),
-        ),
+        "rules": [
+            {"value": rule, "label": label, "checked": rule == scores.rule, "query": state.scoring_by(rule).query()}
+            for rule, label in SCORE_RULES.items()
+        ],
+        "exclusions": _exclusions(scores, state),
+        "progress": None if finished else verification_progress(verification),
+        "finished": finished,
+        "problems": problems,
+        "problem_count": sum(p["count"] for p in problems),
+        "can_retry": finished and bool(problems or verification.status == Status.FAILED),
+        "run_facts": _run_facts(verification),
+        "checkable": any(result not in ("no_claim",) for result, _ in found.sentences.values()),
     }
 
 
-def _text_parts(text: str, sentences: list, scores: Scores, state: ViewState) -> list[dict]:
+def title_words(text: str, limit: int = 60) -> str:
+    """The text's first words, for the page title (tabs of several results tell apart)."""
+    words = " ".join(text.split())
+    if len(words) <= limit:
+        return words
+    return words[:limit].rsplit(" ", 1)[0] + "…"
+
+
+def _exclusions(scores: Scores, state: ViewState) -> dict | None:
+    if not state.excludes_anything:
+        return None
+    return {
+        "types": [label for value, label in SourceType.choices if value in state.excluded_types],
+        "evidence": scores.overall.excluded,
+        "show_all_query": state.including_everything().query(),
+    }
+
+
+def _run_facts(verification: Verification) -> dict:
+    run_settings = verification.settings
+    end = verification.finished_at
+    return {
+        "model": run_settings.get("model"),
+        "retrieval_mode": run_settings.get("retrieval_mode"),
+        "top_k_results": run_settings.get("top_k_results"),
+        "top_k_passages": run_settings.get("top_k_passages"),
+        "context_size": run_settings.get("context_size"),
+        "created_at": verification.created_at,
+        "seconds": (end - verification.created_at).total_seconds() if end else None,
+        "llm_calls": verification.llm_calls,
+        "tokens": verification.prompt_tokens + verification.completion_tokens,
+        "searches": verification.searches,
+        "retries": verification.retries,
+    }
+
+
+def _text_parts(text: str, sentences: list, scores: Scores, found: Verdicts, state: ViewState) -> list[dict]:
     """The original text as it was pasted: plain gaps and scored sentences, in order."""
     parts, position = [], 0
     for sentence in sentences:
         if sentence.start > position:
             parts.append({"gap": text[position : sentence.start], "sentence": None})
-        tally = scores.sentences.get(sentence.index, Tally())
+        tally = scores.sentence(sentence.index)
+        result, note = found.sentences[sentence.index]
         parts.append(
             {
                 "gap": "",
                 "sentence": sentence,
                 "tally": tally,
+                "outcome": result,
+                "note": note,
                 "band_label": BAND_LABELS[tally.band],
                 "select_query": state.selecting(None if state.sentence == sentence.index else sentence.index).query(),
             }
@@ -264,16 +483,52 @@ def _text_parts(text: str, sentences: list, scores: Scores, state: ViewState) ->
     return parts
 
 
+def _sentence_notes(sentences: list, scores: Scores, found: Verdicts, state: ViewState) -> list[dict]:
+    """One line per sentence: what its evidence says, in words, readable without clicking."""
+    return [
+        {
+            "index": sentence.index,
+            "number": sentence.index + 1,
+            "tally": scores.sentence(sentence.index),
+            "outcome": found.sentences[sentence.index][0],
+            "outcome_label": OUTCOME_LABELS[found.sentences[sentence.index][0]],
+            "note": found.sentences[sentence.index][1],
+            "select_query": state.selecting(sentence.index).query(),
+        }
+        for sentence in sentences
+    ]
+
+
 def _sentence_rows(verification: Verification) -> list[SentenceRow]:
     # Light rows, not model instances: the live recompute reads one per sentence every time.
     return [SentenceRow(*row) for row in verification.sentences.values_list(*SentenceRow._fields)]
 
 
-def _claim_rows(verification: Verification, sentence: SentenceRow, state: ViewState) -> list[dict]:
+def _claim_rows(verification: Verification, sentence: SentenceRow, state: ViewState, scores: Scores, found) -> list:
     """The selected sentence's claims and evidence: the fixed part read (or cached) once, the
-    part that depends on the viewer's exclusions added per request."""
+    part that depends on the viewer's exclusions and score rule added per request."""
     claims = _once_finished(verification, f"claims-{sentence.index}", lambda: _claim_facts(sentence))
-    return [{"claim": claim, "evidence": [_with_state(item, state) for item in evidence]} for claim, evidence in claims]
+    rows = []
+    for claim, evidence in claims:
+        result, note = found.claims[claim["id"]]
+        items = [_with_state(item, state) for item in evidence]
+        rows.append(
+            {
+                "claim": claim,
+                "tally": scores.claim(claim["id"]),
+                "outcome": result,
+                "outcome_label": OUTCOME_LABELS[result],
+                "note": note,
+                "evidence": [item for item in items if item["verdict"] != "irrelevant"],
+                "irrelevant": [item for item in items if item["verdict"] == "irrelevant"],
+            }
+        )
+    return rows
+
+
+# Under each claim: what contradicts it, then what supports it, then what is still being judged
+# or failed; pages that did not address it come last (collapsed).
+_VERDICT_ORDER = {"not_supported": 0, "supported": 1, "": 2, "irrelevant": 3}
 
 
 def _claim_facts(sentence: SentenceRow) -> list[tuple[dict, list[dict]]]:
@@ -281,14 +536,11 @@ def _claim_facts(sentence: SentenceRow) -> list[tuple[dict, list[dict]]]:
     claims = Claim.objects.filter(sentence_id=sentence.id).prefetch_related(Prefetch("evidence", queryset=evidence))
     return [
         (
-            {
-                "text": claim.text,
-                "query": claim.query,
-                "status": claim.status,
-                "status_label": claim.get_status_display(),
-                "error": claim.error,
-            },
-            [_evidence_facts(item) for item in claim.evidence.all()],
+            {"id": claim.pk, "text": claim.text, "query": claim.query, "status": claim.status},
+            sorted(
+                (_evidence_facts(item) for item in claim.evidence.all()),
+                key=lambda item: _VERDICT_ORDER.get(item["verdict"], 2),
+            ),
         )
         for claim in claims
     ]

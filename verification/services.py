@@ -3,10 +3,11 @@ the one caller that wins a transition does the follow-up work, so joins need no 
 redelivered task cannot do anything twice."""
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from verification.models import (
@@ -55,7 +56,8 @@ def verification_fail(verification_id, *, reason: str) -> None:
 def verification_expire_if_stale(verification: Verification, *, timeout_s: float) -> Verification:
     """The backstop of "a run always ends": one still unfinished `timeout_s` after it started
     (a lost message, a dead worker) is failed with that reason, when someone looks at it."""
-    if verification.status in FINISHED or verification.created_at > timezone.now() - timedelta(seconds=timeout_s):
+    started = max(verification.created_at, verification.retried_at or verification.created_at)
+    if verification.status in FINISHED or started > timezone.now() - timedelta(seconds=timeout_s):
         return verification
     reason = f"timed out: not finished {timeout_s / 60:g} minutes after it started; items still pending were lost"
     verification_fail(verification.pk, reason=reason)
@@ -270,14 +272,14 @@ def evidence_fail(evidence_ids: Iterable[int], *, reason: str) -> None:
     Evidence.objects.filter(pk__in=list(evidence_ids), status=Status.PENDING).update(status=Status.FAILED, error=reason)
 
 
-def claim_finish(claim_id: int, *, note: str = "") -> bool:
+def claim_finish(claim_id: int, *, note: str = "", failed: bool = False) -> bool:
     """Judging → done once no evidence is left to judge (or straight from reading, with `note`,
-    when there was nothing to judge)."""
+    when there was nothing to judge; `failed` when that was because every page failed)."""
     if Evidence.objects.filter(claim_id=claim_id, status=Status.PENDING).exists():
         return False
     return _transition(
         Claim.objects.filter(pk=claim_id, status__in=[ClaimStatus.READING, ClaimStatus.JUDGING]),
-        to=ClaimStatus.DONE,
+        to=ClaimStatus.FAILED if failed else ClaimStatus.DONE,
         error=note,
     )
 
@@ -294,18 +296,146 @@ def sentence_finish(sentence_id: int, *, note: str = "") -> bool:
 
 def verification_finish(verification_id) -> bool:
     """The run ends when every sentence has ended and every source has a type. A run in which
-    every sentence failed has failed, with the first sentence's reason."""
+    failures left no evidence judged at all has failed (its result would only look clean)."""
     if Sentence.objects.filter(verification_id=verification_id).exclude(status__in=FINISHED).exists():
         return False
     if Source.objects.filter(verification_id=verification_id, source_type="").exists():
         return False
-    sentences = Sentence.objects.filter(verification_id=verification_id)
-    first_failure = sentences.filter(status=Status.FAILED).values_list("error", flat=True).first()
-    all_failed = first_failure is not None and not sentences.exclude(status=Status.FAILED).exists()
-    status, error = (Status.FAILED, f"every sentence failed: {first_failure}") if all_failed else (Status.DONE, "")
+    status, error = Status.DONE, ""
+    judged = Evidence.objects.filter(claim__sentence__verification_id=verification_id, status=Status.DONE)
+    if not judged.exists():
+        failure = first_failure(verification_id)
+        if failure:
+            status, error = Status.FAILED, f"no evidence could be judged: {failure}"
     return _transition(
         Verification.objects.filter(pk=verification_id, status=Status.RUNNING),
         to=status,
         error=error,
         finished_at=timezone.now(),
+    )
+
+
+def first_failure(verification_id) -> str:
+    """The reason of the earliest step that failed in a run, or "" when nothing failed."""
+    for reasons in (
+        Sentence.objects.filter(verification_id=verification_id, status=Status.FAILED).values_list("error", flat=True),
+        Claim.objects.filter(sentence__verification_id=verification_id, status=ClaimStatus.FAILED).values_list(
+            "error", flat=True
+        ),
+        Evidence.objects.filter(claim__sentence__verification_id=verification_id, status=Status.FAILED).values_list(
+            "error", flat=True
+        ),
+    ):
+        reason = reasons.order_by("pk").first()
+        if reason is not None:
+            return reason
+    return ""
+
+
+def progress_record(verification_id, percent: int) -> None:
+    """Keep the highest progress shown, so the bar never goes back when new work is found."""
+    Verification.objects.filter(pk=verification_id, progress__lt=percent).update(progress=percent)
+
+
+@dataclass
+class RetryPlan:
+    """What `verification_retry` put back to work, for the tasks to enqueue."""
+
+    start: bool = False
+    sentences: list[int] = field(default_factory=list)
+    searches: list[int] = field(default_factory=list)
+    fetches: list[int] = field(default_factory=list)
+    reads: list[int] = field(default_factory=list)
+    judging: dict[int, list[int]] = field(default_factory=dict)
+    rereads: list[int] = field(default_factory=list)
+    retypes: list[Source] = field(default_factory=list)
+
+    @property
+    def items(self) -> int:
+        return (
+            self.start
+            + len(self.sentences)
+            + len(self.searches)
+            + len(self.fetches)
+            + len(self.reads)
+            + sum(map(len, self.judging.values()))
+            + len(self.rereads)
+            + len(self.retypes)
+        )
+
+
+UNFINISHED = (Status.PENDING, Status.RUNNING)
+
+
+@transaction.atomic
+def verification_retry(verification_id) -> RetryPlan:
+    """Put the failed items of a finished run back to pending, in place, and the run, its
+    sentences and claims back to running, so that the same joins finish it again. Items a
+    failed run left unfinished (it timed out, its worker died) are queued again too. Only one
+    caller wins the run's transition; the others (and runs with nothing to do) get an empty
+    plan."""
+    plan = _retry_plan(verification_id)
+    run = Verification.objects.filter(pk=verification_id, status__in=FINISHED)
+    if not plan.items or not _transition(run, to=Status.PENDING if plan.start else Status.RUNNING):
+        return RetryPlan()
+    Verification.objects.filter(pk=verification_id).update(
+        error="", finished_at=None, retried_at=timezone.now(), retries=F("retries") + 1
+    )
+    Sentence.objects.filter(pk__in=plan.sentences).update(status=Status.PENDING, error="")
+    Claim.objects.filter(pk__in=plan.searches).update(status=ClaimStatus.PENDING, error="")
+    Source.objects.filter(pk__in=plan.fetches).update(status=Status.PENDING, error="")
+    waiting_pages = SearchResult.objects.filter(source_id__in=plan.fetches, status=Status.FAILED)
+    reading = {*waiting_pages.values_list("claim_id", flat=True), *plan.rereads}
+    waiting_pages.update(status=Status.PENDING)
+    Claim.objects.filter(pk__in=reading).update(status=ClaimStatus.READING, error="")
+    Claim.objects.filter(pk__in=plan.judging).update(status=ClaimStatus.JUDGING, error="")
+    Evidence.objects.filter(claim__sentence__verification_id=verification_id, status=Status.FAILED).update(
+        status=Status.PENDING, error=""
+    )
+    Source.objects.filter(pk__in=[s.pk for s in plan.retypes]).update(source_type="", type_decided_by="")
+    touched = Claim.objects.filter(pk__in=[*plan.searches, *reading, *plan.judging])
+    Sentence.objects.filter(pk__in=touched.values("sentence_id")).exclude(pk__in=plan.sentences).update(
+        status=Status.RUNNING, error=""
+    )
+    return plan
+
+
+def _retry_plan(verification_id) -> RetryPlan:
+    """Each failed or stranded item, and the step that will run it again."""
+    sentences = Sentence.objects.filter(verification_id=verification_id)
+    claims = Claim.objects.filter(sentence__verification_id=verification_id)
+    sources = Source.objects.filter(verification_id=verification_id)
+    evidence = Evidence.objects.filter(claim__sentence__verification_id=verification_id)
+    redone_sentences = list(
+        sentences.filter(Q(status=Status.FAILED) | Q(status__in=UNFINISHED, claims__isnull=True))
+        .values_list("pk", flat=True)
+        .distinct()
+    )
+    fetches = list(sources.exclude(status=Status.DONE).values_list("pk", flat=True))
+    unread = SearchResult.objects.filter(source_id__in=fetches).exclude(status=Status.DONE)
+    refetched_claims = set(unread.values_list("claim_id", flat=True))
+    stalled_claims = (
+        claims.exclude(status=ClaimStatus.DONE)
+        .exclude(sentence_id__in=redone_sentences)
+        .exclude(pk__in=refetched_claims)
+        .annotate(results=Count("search_results"))
+    )
+    judging: dict[int, list[int]] = {}
+    for evidence_id, claim_id in evidence.exclude(status=Status.DONE).values_list("pk", "claim_id"):
+        if claim_id not in refetched_claims:  # those are judged with their new pages
+            judging.setdefault(claim_id, []).append(evidence_id)
+    unsearched = {ClaimStatus.FAILED, ClaimStatus.PENDING, ClaimStatus.SEARCHING}
+    return RetryPlan(
+        start=not sentences.exists(),
+        sentences=redone_sentences,
+        searches=[c.pk for c in stalled_claims if not c.results and c.status in unsearched],
+        fetches=fetches,
+        reads=list(
+            sources.filter(status=Status.DONE, search_results__status=Status.PENDING)
+            .values_list("pk", flat=True)
+            .distinct()
+        ),
+        judging=judging,
+        rereads=[c.pk for c in stalled_claims if c.results and c.pk not in judging],
+        retypes=list(sources.filter(Q(type_decided_by__startswith="fallback") | Q(source_type=""))),
     )

@@ -50,14 +50,42 @@ def step(doing: str, give_up=None):
 
 def enqueue_verification(verification: Verification) -> None:
     """Start a run once the row is committed (the worker must be able to read it)."""
+    _ensure_worker(keep=verification.pk)
+    verification_start.delay_on_commit(str(verification.pk))
+
+
+def retry_failed(verification_id) -> int:
+    """Re-queue only the failed items of a finished run, in place; returns how many."""
+    plan = services.verification_retry(verification_id)
+    if not plan.items:
+        return 0
+    _ensure_worker(keep=verification_id)
+    if plan.start:
+        verification_start.delay_on_commit(str(verification_id))
+    for sentence_id in plan.sentences:
+        sentence_decompose.delay_on_commit(sentence_id)
+    for claim_id in plan.searches:
+        claim_search.delay_on_commit(claim_id)
+    for source_id in [*plan.fetches, *plan.reads]:
+        source_fetch.delay_on_commit(source_id)
+    for claim_id, evidence_ids in plan.judging.items():
+        for batch in judge.batches(evidence_ids):
+            evidence_judge.delay_on_commit(claim_id, batch)
+    for claim_id in plan.rereads:
+        _maybe_judge(claim_id)
+    for source in plan.retypes:
+        _categorize(source)
+    # Source types known at once (rules, another run's answer) end nothing by themselves.
+    services.verification_finish(verification_id)
+    return plan.items
+
+
+def _ensure_worker(*, keep) -> None:
     from factsite.celery import ensure_embedded_worker
 
     if ensure_embedded_worker():
         # The in-memory queue died with the previous process: its unfinished runs cannot end.
-        services.verifications_interrupt(
-            reason="interrupted: the server restarted before this run ended", keep=verification.pk
-        )
-    verification_start.delay_on_commit(str(verification.pk))
+        services.verifications_interrupt(reason="interrupted: the server restarted before this run ended", keep=keep)
 
 
 # --- fail-and-continue handlers, also used by StepTask.give_up
@@ -299,14 +327,18 @@ def _read_results(source: Source, results: list[SearchResult]) -> None:
         _maybe_judge(claim_id)
 
 
-def _choose(claim: str, source: Source, run_settings: dict):
-    return passages.select_passages(
+def _choose(claim: str, source: Source, run_settings: dict) -> list:
+    """The page's evidence for the claim: its best passages as one excerpt (one page, one
+    item), or nothing when no sentence matched."""
+    chosen = passages.select_passages(
         claim,
         source.sentences,
         top_k=run_settings["top_k_passages"],
         context=run_settings["context_size"],
         embedder=providers.embedder() if run_settings["retrieval_mode"] == "dense" else None,
     )
+    excerpt = passages.page_excerpt(chosen)
+    return [excerpt] if excerpt else []
 
 
 def _maybe_judge(claim_id: int) -> None:
@@ -314,6 +346,9 @@ def _maybe_judge(claim_id: int) -> None:
     if not services.claim_start_judging(claim_id):
         return
     evidence_ids = list(Evidence.objects.filter(claim_id=claim_id, status=Status.PENDING).values_list("pk", flat=True))
+    if not evidence_ids and Evidence.objects.filter(claim_id=claim_id).exists():
+        _after_judging(claim_id)  # judged before (a retried run): nothing new to judge
+        return
     if not evidence_ids:
         _finish_without_evidence(claim_id)
         return
@@ -322,17 +357,19 @@ def _maybe_judge(claim_id: int) -> None:
 
 
 def _finish_without_evidence(claim_id: int) -> None:
-    reason = _no_evidence_reason(claim_id)
-    if services.claim_finish(claim_id, note=reason):
+    reason, failed = _no_evidence_reason(claim_id)
+    if services.claim_finish(claim_id, note=reason, failed=failed):
         _after_claim(Claim.objects.select_related("sentence").get(pk=claim_id))
 
 
-def _no_evidence_reason(claim_id: int) -> str:
+def _no_evidence_reason(claim_id: int) -> tuple[str, bool]:
+    """Why a claim whose pages are all read has no evidence, and whether that is a failure
+    (every page failed) rather than a finding (the pages do not mention it)."""
     failed = list(
         SearchResult.objects.filter(claim_id=claim_id, source__status=Status.FAILED).values_list(
             "source__error", flat=True
         )
     )
     if failed and len(failed) == SearchResult.objects.filter(claim_id=claim_id).count():
-        return f"no page could be read ({failed[0]})"
-    return "no passage on the pages found matched the claim"
+        return f"no page could be read: {failed[0]}", True
+    return "no passage on the pages found matched the claim", False

@@ -8,4 +8,5 @@ urlpatterns = [
     path("about", views.about, name="about"),
     path("v/<uuid:verification_id>", views.result, name="result"),
     path("v/<uuid:verification_id>.json", views.result_json, name="result_json"),
+    path("v/<uuid:verification_id>/retry", views.retry, name="retry"),
 ]

@@ -5,9 +5,10 @@ import json
 import uuid
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from verification import providers, selectors, services, tasks
@@ -73,17 +74,26 @@ def result(request: HttpRequest, verification_id) -> HttpResponse:
     context = selectors.result_page(verification, ViewState.from_query(request.GET))
     # htmx restoring history it did not cache wants the whole page, not the fragment.
     fragment = request.htmx and not request.htmx.history_restore_request
+    # A viewer's own change (a checkbox, the score rule) is announced; a progress poll is not.
+    context["announce"] = bool(fragment and request.htmx.trigger and request.htmx.trigger != "result-body")
     template = "verification/result.html#result-body" if fragment else "verification/result.html"
     return render(request, template, context)
+
+
+@require_POST
+def retry(request: HttpRequest, verification_id) -> HttpResponse:
+    """Re-queue the failed parts of a finished run in place; back to its page either way."""
+    verification = _verification(verification_id)
+    tasks.retry_failed(verification.pk)
+    # The viewer's selection survives, re-parsed: the form field is never echoed as it came.
+    state = ViewState.from_query(QueryDict(request.POST.get("query", "").lstrip("?")[:4000]))
+    return redirect(reverse("verification:result", args=[verification.pk]) + state.query())
 
 
 @require_GET
 def result_json(request: HttpRequest, verification_id) -> HttpResponse:
     verification = _verification(verification_id)
-    state = ViewState.from_query(request.GET)
-    data = selectors.verification_result(
-        verification, excluded_ids=state.excluded_ids, excluded_types=state.excluded_types
-    )
+    data = selectors.verification_result(verification, ViewState.from_query(request.GET))
     response = HttpResponse(json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="factsite-{verification.pk}.json"'
     return response

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, replace
 
 from verification.models import SourceType
+from verification.scoring import DEFAULT_RULE, valid_rule
 
 SOURCE_TYPES = frozenset(SourceType.values)
 _ID = re.compile(r"[0-9]{1,18}")
@@ -21,6 +22,11 @@ class ViewState:
     sentence: int | None = None
     excluded_ids: frozenset[int] = frozenset()
     excluded_types: frozenset[str] = frozenset()
+    score_rule: str = DEFAULT_RULE
+
+    @property
+    def excludes_anything(self) -> bool:
+        return bool(self.excluded_ids or self.excluded_types)
 
     @classmethod
     def from_query(cls, query) -> "ViewState":
@@ -30,6 +36,7 @@ class ViewState:
             sentence=sentence[0] if sentence else None,
             excluded_ids=frozenset(parse_ids(query.get("exclude_evidence", ""))),
             excluded_types=frozenset(t for t in query.get("exclude_types", "").split(",") if t in SOURCE_TYPES),
+            score_rule=valid_rule(query.get("score_rule")),
         )
 
     def query(self) -> str:
@@ -42,6 +49,8 @@ class ViewState:
             params.append("exclude_evidence=" + ",".join(map(str, sorted(self.excluded_ids))))
         if self.excluded_types:
             params.append("exclude_types=" + ",".join(sorted(self.excluded_types)))
+        if self.score_rule != DEFAULT_RULE:
+            params.append(f"score_rule={self.score_rule}")
         return "?" + "&".join(params) if params else ""
 
     def selecting(self, sentence: int | None) -> "ViewState":
@@ -52,3 +61,9 @@ class ViewState:
 
     def toggling_type(self, source_type: str) -> "ViewState":
         return replace(self, excluded_types=self.excluded_types ^ {source_type})
+
+    def scoring_by(self, rule: str) -> "ViewState":
+        return replace(self, score_rule=rule)
+
+    def including_everything(self) -> "ViewState":
+        return replace(self, excluded_ids=frozenset(), excluded_types=frozenset())

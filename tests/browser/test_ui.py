@@ -190,7 +190,7 @@ def test_an_empty_text_shows_the_error_next_to_the_field(page, live_server, worl
 
     error = page.locator(".field:has(textarea[name=text]) #text-error")
     expect(error).to_have_text("Paste some text to verify.")
-    expect(page.locator("textarea[name=text]")).to_have_attribute("aria-describedby", "text-error")
+    expect(page.locator("textarea[name=text]")).to_have_attribute("aria-describedby", "text-error text-count")
     assert page.url == live_server.url + "/"
     assert not Verification.objects.exists()
 

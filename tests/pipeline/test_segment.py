@@ -175,3 +175,105 @@ def test_repeated_exclamation_marks_stay_with_their_sentence():
     text = "That is amazing!!! The tower is tall."
 
     assert [s.text for s in segment(text)] == ["That is amazing!!!", "The tower is tall."]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("第一句。第二句。", ["第一句。", "第二句。"]),
+        ("今天很热。明天会下雨。后天呢？", ["今天很热。", "明天会下雨。", "后天呢？"]),
+        ("这是第一句。   ", ["这是第一句。"]),
+        ("（见上文。）下一句。", ["（见上文。）", "下一句。"]),
+    ],
+)
+def test_it_splits_chinese_sentences_without_spaces(text, expected):
+    assert texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("今日は晴れです。明日は雨です。", ["今日は晴れです。", "明日は雨です。"]),
+        ("ﾃｽﾄです｡次の文です｡", ["ﾃｽﾄです｡", "次の文です｡"]),
+        ("価格は上がった．次の文です．", ["価格は上がった．", "次の文です．"]),
+        ("「こんにちは。」と彼は言った。今日は晴れ。", ["「こんにちは。」と彼は言った。", "今日は晴れ。"]),
+        ("彼は「行こう！」って言った。", ["彼は「行こう！」って言った。"]),
+    ],
+)
+def test_it_splits_japanese_sentences_but_not_inside_a_quotation(text, expected):
+    assert texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("真的吗？是的！我们走吧。", ["真的吗？", "是的！", "我们走吧。"]),
+        ("真的吗？！是的！！", ["真的吗？！", "是的！！"]),
+        ("本当？嘘！", ["本当？", "嘘！"]),
+    ],
+)
+def test_it_splits_after_full_width_exclamation_and_question_marks(text, expected):
+    assert texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("他说：“走吧。”然后离开了。", ["他说：“走吧。”", "然后离开了。"]),
+        ("「終わり。」『次。』", ["「終わり。」", "『次。』"]),
+        ("他问：“为什么？”我没回答。", ["他问：“为什么？”", "我没回答。"]),
+    ],
+)
+def test_closing_quotes_after_a_cjk_sentence_end_stay_with_their_sentence(text, expected):
+    assert texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("He left. 他走了。她来了。", ["He left.", "他走了。", "她来了。"]),
+        ("这是第一句。 This is English. 第三句？", ["这是第一句。", "This is English.", "第三句？"]),
+        ("我去了美国。U.S. is big.", ["我去了美国。", "U.S. is big."]),
+        ("他在U.S.工作。价格是3.5元。", ["他在U.S.工作。", "价格是3.5元。"]),
+        ("He said hi.你好。", ["He said hi.", "你好。"]),
+        ("例如e.g.中文很好。", ["例如e.g.中文很好。"]),
+        ("步骤：1.首先打开。2.然后关闭。", ["步骤：1.首先打开。", "2.然后关闭。"]),
+        ("価格は３．５円です．Ｕ．Ｓ．の話。", ["価格は３．５円です．", "Ｕ．Ｓ．の話。"]),
+    ],
+)
+def test_it_splits_mixed_latin_and_cjk_text_but_not_at_decimals_or_abbreviations(text, expected):
+    assert texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "第一句。第二句。\n\n第三段。",
+        "  He left. 他走了。她来了。  ",
+        "他说：“走吧。”然后离开了。\r\n「こんにちは。」と彼は言った。",
+        "真的吗？！是的！！",
+        "我去了美国。U.S. is big.",
+    ],
+)
+def test_its_offsets_point_at_the_cjk_sentence_in_the_original_text(text):
+    sentences = segment(text)
+    assert sentences
+    for sentence in sentences:
+        assert text[sentence.start : sentence.end] == sentence.text
+
+
+def test_it_chunks_a_long_chinese_paragraph_to_the_context_budget():
+    expected = [f"第{i}座塔建于一八八九年，是为了世界博览会而建造的，如今每年吸引数百万游客。" for i in range(150)]
+    paragraph = "".join(expected)
+
+    sentences = segment(paragraph)
+
+    assert [s.text for s in sentences] == expected
+    contexts = list(dict.fromkeys(s.context for s in sentences))
+    assert len(contexts) >= 2
+    assert all(len(" ".join(context)) <= CONTEXT_BUDGET_CHARS for context in contexts)
+    assert sum(len(context) for context in contexts) == len(expected)
+    for s in sentences:
+        assert s.context[s.position_in_context] == s.text
+        assert s.paragraph_index == 0
+        assert paragraph[s.start : s.end] == s.text

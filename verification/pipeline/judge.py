@@ -12,13 +12,14 @@ from .types import EvidenceToJudge, JsonLLM, Judgement, MalformedAnswer, Verdict
 
 # Passages per call: enough to save calls, few enough for small local models to keep track.
 BATCH_SIZE = 8
-MAX_PASSAGE_CHARS = 2500
+# An item is up to top-k excerpts of one page (with context), so it gets room for several.
+MAX_PASSAGE_CHARS = 4000
 
 # The rationale comes before the verdict so the model reasons first (chain of thought);
 # "irrelevant" is spelled out because models otherwise call off-topic passages "not supported",
 # which would count against a true claim.
 SYSTEM_PROMPT = """You check claims from an AI-written text against evidence passages from the web.
-For each passage decide:
+Each passage is one or more excerpts of one web page, joined by " … ". For each passage decide:
 - supported: the passage states or clearly implies that the claim is true;
 - not_supported: the passage is about the claim's subject and contradicts it, or shows it is wrong;
 - irrelevant: the passage does not address the claim, or says too little to decide.

@@ -120,4 +120,28 @@ def _passage(sentences: Sequence[str], window: tuple[int, int], best: list[int],
         parts.append(sentences[i])
         position += len(sentences[i])
     matched = [float(scores[i]) for i in best if window[0] <= i <= window[1]]
-    return Passage(text=" ".join(parts), highlights=tuple(highlights), score=max(matched))
+    return Passage(text=" ".join(parts), highlights=tuple(highlights), score=max(matched), position=window[0])
+
+
+EXCERPT_GAP = " … "
+
+
+def page_excerpt(passages: Sequence[Passage]) -> Passage | None:
+    """A page's chosen passages as one piece of evidence: in page order, joined by an ellipsis
+    (they are excerpts of one text), every passage's highlights kept. One page is one vote, so
+    how many passages are kept changes what the judge reads, not how much the page weighs."""
+    if not passages:
+        return None
+    parts, highlights, position = [], [], 0
+    for passage in sorted(passages, key=lambda p: p.position):
+        if parts:
+            position += len(EXCERPT_GAP)
+        highlights.extend((position + start, position + end) for start, end in passage.highlights)
+        parts.append(passage.text)
+        position += len(passage.text)
+    return Passage(
+        text=EXCERPT_GAP.join(parts),
+        highlights=tuple(highlights),
+        score=max(p.score for p in passages),
+        position=min(p.position for p in passages),
+    )

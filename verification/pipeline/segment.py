@@ -3,7 +3,9 @@
 Deterministic with no downloaded data: NLTK's Punkt tokenizer gets its abbreviation list from
 this module instead of the punkt model (which cannot be downloaded everywhere), so every machine
 splits the same way. LLM answers glue sentences ("accuracy.I hope") and use lists, so newlines
-always split, glued sentences are split, and a bare list marker stays with the text after it."""
+always split, glued sentences are split, and a bare list marker stays with the text after it.
+Chinese and Japanese put no space after 。！？, so Punkt never sees those ends: the text is cut
+after them before Punkt reads it."""
 
 import re
 from collections.abc import Iterator
@@ -29,8 +31,26 @@ CONTEXT_BUDGET_CHARS = 3000
 # A "sentence" longer than this (a wall of text with no punctuation) is cut at a space.
 MAX_SENTENCE_CHARS = 1500
 
-_GLUED = re.compile(r"(?<=[a-z0-9][.!?])(?=[A-Z])")
-_WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$")
+# Han, kana (with 々〆〇) and half-width katakana: scripts written without spaces between words.
+_CJK = "\u3005-\u3007\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+# ASCII quotes are left out: after 。 they may as well open the next quotation as close this one.
+_CLOSERS = "」』”’）〉》】〕］｝)]"
+_CJK_END = re.compile(
+    rf"""
+    (?: [。｡！？]+                          # ideographic full stops, full-width ! and ?, as in ？！
+      | (?<=[{_CJK}{re.escape(_CLOSERS)}])．  # elsewhere ． is a decimal point (３．５) or in Ｕ．Ｓ．
+    )
+    [{re.escape(_CLOSERS)}]*                # closing quotes and brackets stay with their sentence
+    """,
+    re.VERBOSE,
+)
+# 「…。」と言った: a quotation followed by と / って goes on inside the same Japanese sentence.
+_QUOTATIVE = ("と", "って")
+
+# A capital, or (after a letter, so "1.首先" list items stay whole) a Chinese or Japanese character.
+_GLUED = re.compile(rf"(?<=[a-z0-9][.!?])(?=[A-Z])|(?<=[a-z][.!?])(?=[{_CJK}])")
+# ASCII, as every abbreviation is: in "例如e.g.中文" the word is "e.g", not "例如e.g".
+_WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$", re.ASCII)
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+]|#{1,6})\s*$")
 
 
@@ -47,7 +67,7 @@ def split_sentences(text: str, offset: int = 0) -> list[Span]:
     """Sentences of one paragraph (or any text), as spans into the text they came from."""
     spans: list[Span] = []
     for line_start, line in _lines(text):
-        for start, end in _TOKENIZER.span_tokenize(line):
+        for start, end in _punkt_spans(line):
             for piece_start, piece_end in _split_glued(line, start, end):
                 spans.extend(_cut_long(line, piece_start, piece_end, offset + line_start))
     return _attach_stray_punctuation(_merge_list_markers(spans, text, offset), text, offset)
@@ -87,6 +107,24 @@ def _paragraphs(text: str) -> Iterator[tuple[int, str]]:
     """Blocks separated by blank lines, with their offsets."""
     for match in re.finditer(r"\S(?:.*?\S)?(?=[ \t\r]*\n[ \t\r]*\n|\s*$)", text, flags=re.DOTALL):
         yield match.start(), match.group()
+
+
+def _punkt_spans(line: str) -> Iterator[tuple[int, int]]:
+    """Punkt runs on each piece between CJK sentence ends: on the whole line it would read
+    "美国。U.S." as one word and break after it."""
+    for piece_start, piece_end in _split_cjk(line):
+        for start, end in _TOKENIZER.span_tokenize(line[piece_start:piece_end]):
+            yield piece_start + start, piece_start + end
+
+
+def _split_cjk(line: str) -> Iterator[tuple[int, int]]:
+    cut = 0
+    for match in _CJK_END.finditer(line):
+        if match.group()[-1] in _CLOSERS and line.startswith(_QUOTATIVE, match.end()):
+            continue
+        yield cut, match.end()
+        cut = match.end()
+    yield cut, len(line)
 
 
 def _split_glued(line: str, start: int, end: int) -> Iterator[tuple[int, int]]:

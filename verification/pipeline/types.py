@@ -78,6 +78,9 @@ class Passage:
     # highlights them, the rest of the passage is context.
     highlights: tuple[tuple[int, int], ...]
     score: float
+    # Index of the passage's first sentence on its page: excerpts of one page are shown and
+    # judged in page order.
+    position: int = 0
 
 
 @dataclass(frozen=True)

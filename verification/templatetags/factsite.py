@@ -2,6 +2,8 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from verification.scoring import OUTCOME_LABELS
+
 register = template.Library()
 
 
@@ -9,6 +11,11 @@ register = template.Library()
 def percent(fraction: float | None) -> str:
     """0.666 → "67%"; no score → "—" (no evidence is not the same as 0%)."""
     return "—" if fraction is None else f"{fraction:.0%}"
+
+
+@register.filter
+def outcome_label(outcome: str) -> str:
+    return OUTCOME_LABELS.get(outcome, outcome)
 
 
 @register.filter
@@ -29,7 +36,7 @@ def sentence_link(part: dict, path: str, selected) -> str:
     if checking:
         title, badge = "Still being checked", "…"
     else:
-        title = f"{percent(tally.score)} — {part['band_label']}: {tally.supported} of {tally.total} evidence supported"
+        title = f"{percent(tally.score)} — {OUTCOME_LABELS[part['outcome']]}: {part['note']}"
         badge = percent(tally.score)
     classes = f"sentence band-{tally.band}" + (" selected" if is_selected else "") + (" checking" if checking else "")
     # An f-string, not format_html: this runs once per sentence per render. Only the text,
@@ -39,7 +46,8 @@ def sentence_link(part: dict, path: str, selected) -> str:
     url = escape(url)
     return mark_safe(
         f'<a class="{classes}" id="sentence-{sentence.index}" data-index="{sentence.index}" data-band="{tally.band}" '
-        f'data-score="{score}" href="{url}" hx-get="{url}" hx-target="#result-body" hx-swap="outerHTML" '
+        f'data-outcome="{part["outcome"]}" '
+        f'data-score="{score}" href="{url}" hx-get="{url}" hx-target="#result-body" hx-swap="morph" '
         f'hx-push-url="true" title="{escape(title)}"{current}>{escape(sentence.text)}'
         f'<span class="score-badge">{badge}</span></a>'
     )

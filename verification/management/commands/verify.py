@@ -13,6 +13,8 @@ from django.core.management.base import BaseCommand, CommandError
 from verification import providers, selectors, services, tasks
 from verification.forms import DEFAULT_SETTINGS, RETRIEVAL_MODES, VerificationForm
 from verification.models import FINISHED, Verification
+from verification.scoring import DEFAULT_RULE, OUTCOME_LABELS, SCORE_RULES
+from verification.viewstate import ViewState
 
 VERDICT_MARKS = {"supported": "✓", "not_supported": "✗", "irrelevant": "·"}
 
@@ -33,6 +35,13 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--context", type=int, help=f"context sentences around a match (default {DEFAULT_SETTINGS['context_size']})"
+        )
+        parser.add_argument(
+            "--score-rule",
+            choices=list(SCORE_RULES),
+            default=DEFAULT_RULE,
+            help="all: supported ÷ all judged evidence (the paper's, default); "
+            "decisive: supported ÷ (supported + not supported)",
         )
         parser.add_argument("--timeout", type=float, default=900, help="give up waiting after this many seconds")
 
@@ -58,7 +67,7 @@ class Command(BaseCommand):
         tasks.enqueue_verification(verification)
         self.stderr.write(f"verification {verification.pk} started")
         verification = self._wait(verification, options["timeout"])
-        result = selectors.verification_result(verification)
+        result = selectors.verification_result(verification, ViewState(score_rule=options["score_rule"]))
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(result, indent=2, ensure_ascii=False))
         self.stdout.write(summary(result, verification))
@@ -111,20 +120,23 @@ def summary(result: dict, verification: Verification) -> str:
     lines = [
         f"Verification {result['id']}: {result['status']} in {seconds:.1f} s",
         f"Overall credibility {_percent(result['score']).strip()} "
-        f"({result['supported']} of {result['total']} relevant evidence supported)",
-        "",
+        f"({result['supported']} of {result['total']} evidence supported; score rule "
+        f"{result['score_rule']}: {SCORE_RULES[result['score_rule']]})",
     ]
+    for problem in result["problems"]:
+        reasons = "; ".join(f"{r['reason']} ×{r['count']}" for r in problem["reasons"][:3])
+        lines.append(f"Problem in {problem['label']}: {problem['count']} failed ({reasons})")
+    lines.append("")
     for sentence in result["sentences"]:
         lines.append(
             f"[{sentence['band']:>6} {_percent(sentence['score'])}] S{sentence['index'] + 1}: {sentence['text']}"
         )
-        if sentence["error"]:
-            lines.append(f"    ({sentence['error']})")
+        lines.append(f"    {OUTCOME_LABELS[sentence['outcome']]}: {sentence['note']}")
         for claim in sentence["claims"]:
             marks = " ".join(VERDICT_MARKS.get(e["verdict"] or "", "?") for e in claim["evidence"])
-            lines.append(f"    - {claim['text']}  {marks}")
-            if claim["error"]:
-                lines.append(f"      ({claim['error']})")
+            lines.append(f"    - {claim['text']}  {marks}  [{OUTCOME_LABELS[claim['outcome']]}]")
+            if claim["outcome"] in ("failed", "no_evidence"):
+                lines.append(f"      ({claim['note']})")
     usage = result["usage"]
     lines += [
         "",
