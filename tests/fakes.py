@@ -107,13 +107,15 @@ class _LLMHandler(_Handler):
 class FakeLLM(LoopbackServer):
     """Failure switches, matched against what a request is about (the target sentence, the
     claim, the host): a word in `fail_words` gets that status (`{"BOOM": 500}`), a word in
-    `garbage_words` gets prose instead of JSON.
+    `garbage_words` gets prose instead of JSON, a word in `slow_words` waits that many seconds
+    before answering (`{"1930": 4.0}`: one sentence's requests lag behind the others').
     `structured=False` makes it answer 400 to `response_format`, like servers without it."""
 
     latency: float = 0.0
     structured: bool = True
     fail_words: dict[str, int] = field(default_factory=dict)
     garbage_words: tuple[str, ...] = ()
+    slow_words: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         LoopbackServer.__init__(self, _LLMHandler)
@@ -130,6 +132,7 @@ class FakeLLM(LoopbackServer):
         if request.get("response_format") and not self.structured:
             return 400, "response_format is not supported by this server"
         focus = _focus(kind, user)
+        time.sleep(max((delay for word, delay in self.slow_words.items() if word in focus), default=0.0))
         for word, status in self.fail_words.items():
             if word in focus:
                 return status, f"simulated failure for {word}"

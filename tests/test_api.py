@@ -492,33 +492,72 @@ def test_judge_returns_one_verdict_per_passage_in_order(client, world):
     assert world.llm.calls == {"judgements": 1}
 
 
-def evidence(evidence_id, sentence_index, source_type, verdict):
+def evidence(evidence_id, sentence_index, claim_id, source_type, verdict, failed=False):
     return {
         "id": evidence_id,
         "sentence_index": sentence_index,
+        "claim_id": claim_id,
         "source_type": source_type,
         "verdict": verdict,
+        "failed": failed,
+    }
+
+
+def tally(supported, not_supported, irrelevant, total, score, band):
+    return {
+        "supported": supported,
+        "not_supported": not_supported,
+        "irrelevant": irrelevant,
+        "total": total,
+        "score": score,
+        "band": band,
     }
 
 
 SCORED = [
-    evidence(1, 0, "wiki", "supported"),
-    evidence(2, 0, "news", "not_supported"),
-    evidence(3, 0, "blog", "irrelevant"),
-    evidence(5, 0, "news", "supported"),
-    evidence(4, 1, "blog", "supported"),
-    evidence(6, 1, "wiki", "not_supported"),
+    evidence(1, 0, 10, "wiki", "supported"),
+    evidence(2, 0, 10, "news", "not_supported"),
+    evidence(3, 0, 11, "blog", "irrelevant"),
+    evidence(4, 0, 11, "news", "supported"),
+    evidence(5, 1, 12, "wiki", "irrelevant"),
+    evidence(6, 1, 12, "news", "", failed=True),
+    evidence(7, 1, 12, "blog", ""),
 ]
 
 
-def test_score_counts_supported_over_supported_and_not_supported(client):
+def test_score_counts_supported_over_all_judged_evidence_by_default(client):
     response = post(client, "/api/steps/score", {"evidence": SCORED})
 
-    assert response.status_code == 200
+    assert response.status_code == 200, response.content
+    assert response.json() == {
+        "score_rule": "all",
+        "overall": tally(2, 1, 2, 5, 0.4, "orange"),
+        "sentences": {"0": tally(2, 1, 1, 4, 0.5, "orange"), "1": tally(0, 0, 1, 1, 0.0, "red")},
+        "claims": {
+            "10": tally(1, 1, 0, 2, 0.5, "orange"),
+            "11": tally(1, 0, 1, 2, 0.5, "orange"),
+            "12": tally(0, 0, 1, 1, 0.0, "red"),
+        },
+        "source_types": {"wiki": 40.0, "news": 40.0, "blog": 20.0},
+    }
+
+
+def test_score_counts_supported_over_supported_and_not_supported(client):
+    response = post(client, "/api/steps/score", {"evidence": SCORED, "score_rule": "decisive"})
+
+    assert response.status_code == 200, response.content
     scores = response.json()
-    assert scores["overall"] == {"supported": 3, "total": 5, "score": 0.6, "band": "green"}
-    assert scores["sentences"]["0"]["supported"] == 2 and scores["sentences"]["0"]["total"] == 3
-    assert scores["sentences"]["1"] == {"supported": 1, "total": 2, "score": 0.5, "band": "orange"}
+    assert scores["score_rule"] == "decisive"
+    assert scores["overall"] == tally(2, 1, 2, 3, pytest.approx(2 / 3), "green")
+    assert scores["sentences"] == {
+        "0": tally(2, 1, 1, 3, pytest.approx(2 / 3), "green"),
+        "1": tally(0, 0, 1, 0, None, "none"),
+    }
+    assert scores["claims"] == {
+        "10": tally(1, 1, 0, 2, 0.5, "orange"),
+        "11": tally(1, 0, 1, 1, 1.0, "green"),
+        "12": tally(0, 0, 1, 0, None, "none"),
+    }
     assert scores["source_types"] == {"wiki": 40.0, "news": 40.0, "blog": 20.0}
 
 
@@ -526,24 +565,54 @@ def test_score_leaves_out_excluded_evidence_and_source_types(client):
     response = post(
         client,
         "/api/steps/score",
-        {"evidence": SCORED, "excluded_ids": [5], "excluded_types": ["blog"]},
+        {"evidence": SCORED, "excluded_ids": [4], "excluded_types": ["blog"]},
     )
 
+    assert response.status_code == 200, response.content
     scores = response.json()
-    assert scores["overall"] == {"supported": 1, "total": 3, "score": 1 / 3, "band": "orange"}
-    assert scores["sentences"]["0"] == {"supported": 1, "total": 2, "score": 0.5, "band": "orange"}
-    assert scores["sentences"]["1"] == {"supported": 0, "total": 1, "score": 0.0, "band": "red"}
-    assert set(scores["source_types"]) == {"wiki", "news"}
+    assert scores["overall"] == tally(1, 1, 1, 3, pytest.approx(1 / 3), "orange")
+    assert scores["sentences"]["0"] == tally(1, 1, 0, 2, 0.5, "orange")
+    assert scores["sentences"]["1"] == tally(0, 0, 1, 1, 0.0, "red")
+    assert scores["claims"]["11"] == tally(0, 0, 0, 0, None, "none")
+    assert scores["source_types"] == {"wiki": pytest.approx(200 / 3), "news": pytest.approx(100 / 3)}
 
 
-def test_score_without_counted_evidence_is_none_not_zero(client):
-    response = post(client, "/api/steps/score", {"evidence": [evidence(1, 0, "wiki", "irrelevant")]})
+@pytest.mark.parametrize(
+    ("rule", "item", "counts", "source_types"),
+    [
+        pytest.param("decisive", evidence(1, 0, 3, "wiki", "irrelevant"), (0, 0, 1), {"wiki": 100.0}, id="irrelevant"),
+        pytest.param("all", evidence(1, 0, 3, "wiki", "", failed=True), (0, 0, 0), {}, id="failed"),
+        pytest.param("decisive", evidence(1, 0, 3, "wiki", ""), (0, 0, 0), {}, id="pending"),
+    ],
+)
+def test_score_without_counted_evidence_is_none_not_zero(client, rule, item, counts, source_types):
+    response = post(client, "/api/steps/score", {"evidence": [item], "score_rule": rule})
 
+    assert response.status_code == 200, response.content
+    none = tally(*counts, 0, None, "none")
     assert response.json() == {
-        "overall": {"supported": 0, "total": 0, "score": None, "band": "none"},
-        "sentences": {},
-        "source_types": {},
+        "score_rule": rule,
+        "overall": none,
+        "sentences": {"0": none},
+        "claims": {"3": none},
+        "source_types": source_types,
     }
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        pytest.param({"evidence": SCORED, "score_rule": "majority"}, "score_rule", id="unknown-rule"),
+        pytest.param({"evidence": SCORED, "score_rule": "Decisive"}, "score_rule", id="rule-in-capitals"),
+        pytest.param({"evidence": [evidence(1, 0, 3, "wiki", "refuted")]}, "verdict", id="unknown-verdict"),
+        pytest.param({"evidence": [evidence(1, 0, 3, "wiki", "pending")]}, "verdict", id="pending-is-not-a-verdict"),
+    ],
+)
+def test_score_rejects_an_invalid_score_rule_or_verdict_with_400(client, payload, field):
+    response = post(client, "/api/steps/score", payload)
+
+    assert response.status_code == 400, response.content
+    assert field in response.json()["detail"]
 
 
 @pytest.mark.django_db

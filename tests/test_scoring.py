@@ -1,93 +1,185 @@
+"""The pure scoring module: both score rules, exclusions, bands, the source-type distribution,
+outcomes and the words that explain them. Every expected number is worked out by hand in the
+tables, never by calling the code under test."""
+
 import pytest
 
-from verification.scoring import BAND_LABELS, EvidenceRecord, Tally, band, compute_scores
+from verification.scoring import (
+    BAND_LABELS,
+    NO_CLAIM,
+    OUTCOME_LABELS,
+    OUTCOMES,
+    PENDING,
+    EvidenceRecord,
+    Tally,
+    band,
+    compute_scores,
+    explain,
+    explain_sentence,
+    outcome,
+    sentence_outcome,
+    valid_rule,
+)
 
-SUP, NOT, IRR = "supported", "not_supported", "irrelevant"
+VERDICTS = {"S": ("supported", False), "N": ("not_supported", False), "I": ("irrelevant", False)}
+VERDICTS |= {"F": ("", True), "P": ("", False)}  # failed, pending (not judged yet)
 
 
-def records(*rows: tuple[int, str, str]) -> list[EvidenceRecord]:
-    """(sentence_index, source_type, verdict) rows, with ids 1..n."""
+def mix(spec: str, *, sentence: int = 0, claim: int = 0, source_type: str = "news", first_id: int = 1):
+    """Evidence from a spec such as "3S 2N 5I 1F 2P": supported, not supported, irrelevant,
+    failed and pending items, all of one sentence, claim and source type, with ids from first_id."""
+    letters = "".join(int(part[:-1]) * part[-1] for part in spec.split())
     return [
-        EvidenceRecord(id=i, sentence_index=sentence, source_type=source_type, verdict=verdict)
-        for i, (sentence, source_type, verdict) in enumerate(rows, start=1)
+        EvidenceRecord(first_id + n, sentence, claim, source_type, *VERDICTS[letter])
+        for n, letter in enumerate(letters)
     ]
 
 
+def record(evidence_id, verdict, *, sentence=0, claim=0, source_type="news"):
+    letter = {"supported": "S", "not_supported": "N", "irrelevant": "I", "failed": "F", "pending": "P"}[verdict]
+    return EvidenceRecord(evidence_id, sentence, claim, source_type, *VERDICTS[letter])
+
+
+# --- the two rules on the same evidence
+
+
 @pytest.mark.parametrize(
-    ("verdicts", "supported", "total", "score"),
+    ("spec", "all_total", "all_score", "decisive_total", "decisive_score"),
     [
-        ([SUP], 1, 1, 1.0),
-        ([NOT], 0, 1, 0.0),
-        ([SUP, NOT], 1, 2, 0.5),
-        ([SUP, SUP, NOT], 2, 3, 2 / 3),
-        ([SUP, NOT, NOT, NOT], 1, 4, 0.25),
-        ([SUP, IRR, IRR, NOT], 1, 2, 0.5),
-        ([SUP, "", NOT], 1, 2, 0.5),
-        ([SUP, "pending", IRR], 1, 1, 1.0),
-    ],
-    ids=[
-        "one-supported",
-        "one-refuted",
-        "half",
-        "two-thirds",
-        "quarter",
-        "irrelevant-ignored",
-        "unjudged-ignored",
-        "only-supported-counts",
+        pytest.param("1S", 1, 1.0, 1, 1.0, id="one-supporting"),
+        pytest.param("1N", 1, 0.0, 1, 0.0, id="one-contradicting"),
+        pytest.param("1S 4I", 5, 0.2, 1, 1.0, id="one-supporting-four-irrelevant"),
+        pytest.param("1S 1N 1I", 3, 1 / 3, 2, 0.5, id="one-of-each"),
+        pytest.param("2S 1N 2I", 5, 0.4, 3, 2 / 3, id="two-supporting-of-five"),
+        pytest.param("3S 1N", 4, 0.75, 4, 0.75, id="no-irrelevant-rules-agree"),
+        pytest.param("2I", 2, 0.0, 0, None, id="only-irrelevant"),
+        pytest.param("1S 2F 3P", 1, 1.0, 1, 1.0, id="failed-and-pending-ignored"),
     ],
 )
-def test_score_is_supported_over_supported_plus_not_supported(verdicts, supported, total, score):
-    scores = compute_scores(records(*[(0, "news", v) for v in verdicts]))
+def test_each_rule_scores_the_same_evidence_over_its_own_denominator(
+    spec, all_total, all_score, decisive_total, decisive_score
+):
+    evidence = mix(spec)
 
-    assert scores.overall == Tally(supported, total)
-    assert scores.overall.score == pytest.approx(score)
-    assert scores.sentences[0] == Tally(supported, total)
+    by_all = compute_scores(evidence, rule="all").overall
+    by_decisive = compute_scores(evidence, rule="decisive").overall
 
-
-@pytest.mark.parametrize(
-    "verdicts",
-    [[], [IRR], [IRR, IRR], ["", "pending"]],
-    ids=["no-evidence", "irrelevant", "all-irrelevant", "unjudged"],
-)
-def test_there_is_no_score_without_counted_evidence(verdicts):
-    scores = compute_scores(records(*[(0, "news", v) for v in verdicts]))
-
-    assert scores.overall == Tally(0, 0)
-    assert scores.overall.score is None
-    assert scores.overall.band == "none"
-    assert scores.sentences == {}
-    assert scores.distribution == {}
+    assert (by_all.rule, by_all.total) == ("all", all_total)
+    assert (by_decisive.rule, by_decisive.total) == ("decisive", decisive_total)
+    assert by_all.score == pytest.approx(all_score)
+    assert by_decisive.score == (None if decisive_score is None else pytest.approx(decisive_score))
 
 
-def test_a_score_of_zero_is_not_no_score():
-    scores = compute_scores(records((0, "news", NOT)))
+def test_the_all_rule_counts_irrelevant_evidence_in_the_denominator():
+    scores = compute_scores(mix("1S 1N 3I"))
 
-    assert scores.overall.score == 0.0
+    assert scores.rule == "all"
+    assert scores.overall == Tally(supported=1, not_supported=1, irrelevant=3, rule="all")
+    assert scores.overall.total == 5
+    assert scores.overall.score == pytest.approx(0.2)
     assert scores.overall.band == "red"
 
 
-def test_it_scores_each_sentence_on_its_own_evidence():
-    scores = compute_scores(
-        records((0, "news", SUP), (0, "blog", SUP), (1, "news", NOT), (1, "wiki", SUP), (2, "wiki", IRR))
-    )
+def test_the_decisive_rule_counts_only_evidence_that_takes_a_side():
+    scores = compute_scores(mix("1S 1N 3I"), rule="decisive")
 
-    assert scores.sentences == {0: Tally(2, 2), 1: Tally(1, 2)}
-    assert scores.overall == Tally(3, 4)
+    assert scores.overall == Tally(supported=1, not_supported=1, irrelevant=3, rule="decisive")
+    assert scores.overall.total == 2
+    assert scores.overall.score == pytest.approx(0.5)
+    assert scores.overall.band == "orange"
+
+
+@pytest.mark.parametrize("rule", ["all", "decisive"])
+def test_failed_and_pending_evidence_count_in_neither_rule(rule):
+    evidence = mix("1S 1N", source_type="news") + mix("2F", source_type="blog", first_id=3)
+    evidence += mix("3P", source_type="wiki", first_id=5)
+
+    scores = compute_scores(evidence, rule=rule)
+
+    assert scores.overall == Tally(supported=1, not_supported=1, failed=2, pending=3, rule=rule)
+    assert scores.overall.total == 2
+    assert scores.overall.score == 0.5
+    assert scores.distribution == {"news": 100.0}
+
+
+@pytest.mark.parametrize("rule", ["", None, "majority", "ALL", "Decisive", "supported"])
+def test_an_invalid_rule_falls_back_to_the_all_rule(rule):
+    scores = compute_scores(mix("1S 3I"), rule=rule)
+
+    assert valid_rule(rule) == "all"
+    assert scores.rule == "all"
+    assert scores.overall.rule == "all"
+    assert scores.overall.score == 0.25
+    assert scores.sentence(0).rule == "all"
+
+
+def test_it_accepts_a_generator_of_evidence():
+    evidence = (r for r in mix("1S 1N"))
+
+    assert compute_scores(evidence).overall == Tally(supported=1, not_supported=1)
+
+
+# --- no evidence is no score
+
+
+@pytest.mark.parametrize(
+    ("spec", "rule"),
+    [
+        pytest.param("", "all", id="nothing-all"),
+        pytest.param("", "decisive", id="nothing-decisive"),
+        pytest.param("2I", "decisive", id="only-irrelevant-decisive"),
+        pytest.param("2F 1P", "all", id="only-failed-and-pending-all"),
+        pytest.param("2F 1P", "decisive", id="only-failed-and-pending-decisive"),
+    ],
+)
+def test_without_counted_evidence_the_score_is_none_not_zero(spec, rule):
+    scores = compute_scores(mix(spec), rule=rule)
+
+    assert scores.overall.total == 0
+    assert scores.overall.score is None
+    assert scores.overall.band == "none"
+
+
+def test_no_evidence_at_all_has_no_tallies_and_no_distribution():
+    scores = compute_scores([], rule="decisive")
+
+    assert scores.overall == Tally(rule="decisive")
+    assert scores.sentences == {}
+    assert scores.claims == {}
+    assert scores.distribution == {}
+    assert scores.sentence(4) == Tally(rule="decisive")
+    assert scores.claim(99) == Tally(rule="decisive")
+
+
+@pytest.mark.parametrize(
+    ("spec", "rule"),
+    [
+        pytest.param("1N", "all", id="contradicted-all"),
+        pytest.param("1N", "decisive", id="contradicted-decisive"),
+        pytest.param("3I", "all", id="only-irrelevant-all"),
+    ],
+)
+def test_a_score_of_zero_is_a_score(spec, rule):
+    tally = compute_scores(mix(spec), rule=rule).overall
+
+    assert tally.score == 0.0
+    assert tally.score is not None
+    assert tally.band == "red"
+
+
+# --- bands
 
 
 @pytest.mark.parametrize(
     ("score", "expected"),
     [
-        (None, "none"),
-        (0.0, "red"),
-        (0.29, "red"),
-        (0.2999999, "red"),
-        (0.3, "orange"),
-        (0.45, "orange"),
-        (0.5999999, "orange"),
-        (0.6, "green"),
-        (0.61, "green"),
-        (1.0, "green"),
+        pytest.param(None, "none", id="none"),
+        pytest.param(0.0, "red", id="zero"),
+        pytest.param(0.2999999, "red", id="just-under-0.3"),
+        pytest.param(0.3, "orange", id="exactly-0.3"),
+        pytest.param(0.5999999, "orange", id="just-under-0.6"),
+        pytest.param(0.6, "green", id="exactly-0.6"),
+        pytest.param(1.0, "green", id="one"),
     ],
 )
 def test_band_thresholds(score, expected):
@@ -95,78 +187,465 @@ def test_band_thresholds(score, expected):
 
 
 @pytest.mark.parametrize(
-    ("supported", "total", "expected"),
-    [(3, 10, "orange"), (6, 10, "green"), (2, 10, "red"), (5, 10, "orange"), (0, 0, "none")],
+    ("spec", "rule", "score", "expected"),
+    [
+        pytest.param("3S 7N", "all", 0.3, "orange", id="all-exactly-0.3"),
+        pytest.param("3S 7N", "decisive", 0.3, "orange", id="decisive-exactly-0.3"),
+        pytest.param("3S 2N 5I", "all", 0.3, "orange", id="all-0.3-with-irrelevant"),
+        pytest.param("3S 2N 5I", "decisive", 0.6, "green", id="decisive-0.6-same-evidence"),
+        pytest.param("3S 2N 6I", "all", 3 / 11, "red", id="all-just-under-0.3"),
+        pytest.param("3S 7N 1I", "decisive", 0.3, "orange", id="decisive-0.3-irrelevant-ignored"),
+        pytest.param("3S 7N 1I", "all", 3 / 11, "red", id="all-under-0.3-same-evidence"),
+        pytest.param("6S 4N", "all", 0.6, "green", id="all-exactly-0.6"),
+        pytest.param("6S 4N", "decisive", 0.6, "green", id="decisive-exactly-0.6"),
+        pytest.param("6S 4I", "all", 0.6, "green", id="all-0.6-with-irrelevant"),
+        pytest.param("6S 3N 2I", "all", 6 / 11, "orange", id="all-just-under-0.6"),
+        pytest.param("6S 3N 2I", "decisive", 6 / 9, "green", id="decisive-over-0.6-same-evidence"),
+        pytest.param("5S 4N", "decisive", 5 / 9, "orange", id="decisive-just-under-0.6"),
+        pytest.param("2S 5N", "decisive", 2 / 7, "red", id="decisive-just-under-0.3"),
+    ],
 )
-def test_a_tally_bands_its_own_score_at_the_boundaries(supported, total, expected):
-    assert Tally(supported, total).band == expected
+def test_a_tally_is_banded_at_the_thresholds_under_both_rules(spec, rule, score, expected):
+    tally = compute_scores(mix(spec), rule=rule).overall
+
+    assert tally.score == pytest.approx(score)
+    assert tally.band == expected
 
 
 def test_every_band_has_a_label():
-    assert {band(score) for score in (None, 0.0, 0.3, 0.6)} <= set(BAND_LABELS)
+    assert {band(score) for score in (None, 0.0, 0.3, 0.6)} == set(BAND_LABELS)
 
 
-def test_it_leaves_out_evidence_excluded_by_id():
-    evidence = records((0, "news", SUP), (0, "news", NOT), (1, "blog", NOT))
+# --- exclusions
 
-    scores = compute_scores(evidence, excluded_ids=[2, 3])
-
-    assert scores.overall == Tally(1, 1)
-    assert scores.sentences == {0: Tally(1, 1)}
-    assert scores.distribution == {"news": 100.0}
-
-
-def test_it_leaves_out_evidence_excluded_by_source_type():
-    evidence = records((0, "news", SUP), (0, "blog", NOT), (1, "blog", NOT), (1, "wiki", SUP))
-
-    scores = compute_scores(evidence, excluded_types={"blog"})
-
-    assert scores.overall == Tally(2, 2)
-    assert scores.sentences == {0: Tally(1, 1), 1: Tally(1, 1)}
-    assert scores.distribution == {"news": 50.0, "wiki": 50.0}
-
-
-def test_excluding_everything_leaves_no_score():
-    evidence = records((0, "news", SUP), (0, "blog", NOT))
-
-    scores = compute_scores(evidence, excluded_ids={1}, excluded_types={"blog"})
-
-    assert scores.overall.score is None
-    assert scores.sentences == {}
-    assert scores.distribution == {}
-
-
-def test_the_distribution_counts_only_counted_evidence_in_percent():
-    evidence = records(
-        (0, "news", SUP),
-        (0, "news", NOT),
-        (0, "blog", SUP),
-        (1, "wiki", NOT),
-        (1, "wiki", IRR),
-        (1, "blog", IRR),
-    )
-
-    scores = compute_scores(evidence)
-
-    assert scores.distribution == pytest.approx({"news": 50.0, "blog": 25.0, "wiki": 25.0})
+# id sentence claim type verdict
+EXCLUDABLE = [
+    record(1, "supported", sentence=0, claim=10, source_type="news"),
+    record(2, "not_supported", sentence=0, claim=10, source_type="blog"),
+    record(3, "irrelevant", sentence=0, claim=11, source_type="wiki"),
+    record(4, "supported", sentence=1, claim=20, source_type="blog"),
+    record(5, "failed", sentence=1, claim=20, source_type="news"),
+]
 
 
 @pytest.mark.parametrize(
-    "types",
+    ("excluded_ids", "excluded_types", "overall", "score", "distribution"),
     [
-        ["news"],
-        ["news", "blog", "wiki"],
-        ["news", "news", "blog", "wiki", "other", "other", "other"],
+        pytest.param(
+            set(),
+            set(),
+            Tally(supported=2, not_supported=1, irrelevant=1, failed=1),
+            0.5,
+            {"news": 25.0, "blog": 50.0, "wiki": 25.0},
+            id="nothing-excluded",
+        ),
+        pytest.param(
+            {2},
+            set(),
+            Tally(supported=2, irrelevant=1, failed=1, excluded=1),
+            2 / 3,
+            {"news": 100 / 3, "blog": 100 / 3, "wiki": 100 / 3},
+            id="by-id",
+        ),
+        pytest.param(
+            set(),
+            {"blog"},
+            Tally(supported=1, irrelevant=1, failed=1, excluded=2),
+            0.5,
+            {"news": 50.0, "wiki": 50.0},
+            id="by-type",
+        ),
+        pytest.param(
+            {3},
+            {"blog"},
+            Tally(supported=1, failed=1, excluded=3),
+            1.0,
+            {"news": 100.0},
+            id="by-id-and-type",
+        ),
+        pytest.param(
+            {5},
+            set(),
+            Tally(supported=2, not_supported=1, irrelevant=1, excluded=1),
+            0.5,
+            {"news": 25.0, "blog": 50.0, "wiki": 25.0},
+            id="a-failed-item-by-id",
+        ),
+        pytest.param(
+            {1, 3},
+            {"blog", "news"},
+            Tally(excluded=5),
+            None,
+            {},
+            id="everything",
+        ),
+        pytest.param(
+            {99},
+            {"social_media"},
+            Tally(supported=2, not_supported=1, irrelevant=1, failed=1),
+            0.5,
+            {"news": 25.0, "blog": 50.0, "wiki": 25.0},
+            id="unknown-id-and-type",
+        ),
     ],
 )
-def test_the_distribution_sums_to_100(types):
-    scores = compute_scores(records(*[(0, t, SUP) for t in types]))
+def test_excluded_evidence_is_left_out_of_the_scores_and_counted_as_left_out(
+    excluded_ids, excluded_types, overall, score, distribution
+):
+    scores = compute_scores(EXCLUDABLE, excluded_ids=excluded_ids, excluded_types=excluded_types)
+
+    assert scores.overall == overall
+    assert scores.overall.score == (None if score is None else pytest.approx(score))
+    assert scores.distribution == pytest.approx(distribution)
+
+
+def test_excluded_evidence_is_counted_as_left_out_in_its_sentence_and_claim():
+    scores = compute_scores(EXCLUDABLE, excluded_ids={4}, excluded_types={"wiki"}, rule="decisive")
+
+    assert scores.sentences == {
+        0: Tally(supported=1, not_supported=1, excluded=1, rule="decisive"),
+        1: Tally(failed=1, excluded=1, rule="decisive"),
+    }
+    assert scores.claims == {
+        10: Tally(supported=1, not_supported=1, rule="decisive"),
+        11: Tally(excluded=1, rule="decisive"),
+        20: Tally(failed=1, excluded=1, rule="decisive"),
+    }
+    assert scores.claim(11).score is None
+
+
+# --- sentences and claims
+
+
+def test_each_sentence_and_each_claim_is_tallied_on_its_own_evidence():
+    evidence = [
+        record(1, "supported", sentence=0, claim=7, source_type="news"),
+        record(2, "irrelevant", sentence=0, claim=7, source_type="blog"),
+        record(3, "not_supported", sentence=0, claim=8, source_type="wiki"),
+        record(4, "pending", sentence=0, claim=8, source_type="wiki"),
+        record(5, "irrelevant", sentence=2, claim=0, source_type="news"),
+        record(6, "failed", sentence=2, claim=0, source_type="news"),
+        record(7, "supported", sentence=2, claim=3, source_type="wiki"),
+    ]
+
+    scores = compute_scores(evidence)
+
+    assert scores.claims == {
+        7: Tally(supported=1, irrelevant=1),
+        8: Tally(not_supported=1, pending=1),
+        0: Tally(irrelevant=1, failed=1),
+        3: Tally(supported=1),
+    }
+    assert scores.sentences == {
+        0: Tally(supported=1, not_supported=1, irrelevant=1, pending=1),
+        2: Tally(supported=1, irrelevant=1, failed=1),
+    }
+    assert [scores.claim(i).score for i in (7, 8, 0, 3)] == [0.5, 0.0, 0.0, 1.0]
+    assert scores.sentence(0).score == pytest.approx(1 / 3)
+    assert scores.sentence(2).score == 0.5
+    assert scores.sentence(1) == Tally()
+    assert scores.overall == Tally(supported=2, not_supported=1, irrelevant=2, failed=1, pending=1)
+
+
+def test_claims_are_scored_by_the_chosen_rule():
+    evidence = mix("1S 3I", claim=1) + mix("1S 1N 2I", claim=2, first_id=10)
+
+    scores = compute_scores(evidence, rule="decisive")
+
+    assert scores.claim(1).score == 1.0
+    assert scores.claim(2).score == 0.5
+    assert scores.overall.score == pytest.approx(2 / 3)
+
+
+# --- the source-type distribution
+
+
+@pytest.mark.parametrize("rule", ["all", "decisive"])
+def test_the_distribution_counts_irrelevant_evidence(rule):
+    evidence = [
+        record(1, "supported", source_type="news"),
+        record(2, "irrelevant", source_type="blog"),
+        record(3, "irrelevant", source_type="blog"),
+        record(4, "not_supported", source_type="wiki"),
+    ]
+
+    scores = compute_scores(evidence, rule=rule)
+
+    assert scores.distribution == {"news": 25.0, "blog": 50.0, "wiki": 25.0}
+
+
+def test_the_distribution_leaves_out_failed_pending_and_excluded_evidence():
+    evidence = [
+        record(1, "supported", source_type="news"),
+        record(2, "irrelevant", source_type="news"),
+        record(3, "failed", source_type="blog"),
+        record(4, "pending", source_type="wiki"),
+        record(5, "supported", source_type="government_website"),
+        record(6, "not_supported", source_type="other"),
+    ]
+
+    scores = compute_scores(evidence, excluded_ids={5}, excluded_types={"other"})
+
+    assert scores.distribution == {"news": 100.0}
+
+
+@pytest.mark.parametrize(
+    ("types", "verdicts"),
+    [
+        pytest.param(["news"], ["irrelevant"], id="one-irrelevant"),
+        pytest.param(["news", "blog", "wiki"], ["supported", "irrelevant", "not_supported"], id="three-thirds"),
+        pytest.param(
+            ["news", "news", "blog", "wiki", "other", "other", "other"],
+            ["supported", "irrelevant", "irrelevant", "not_supported", "supported", "irrelevant", "supported"],
+            id="sevenths",
+        ),
+    ],
+)
+def test_the_distribution_sums_to_100(types, verdicts):
+    evidence = [record(i, v, source_type=t) for i, (t, v) in enumerate(zip(types, verdicts, strict=True))]
+
+    scores = compute_scores(evidence)
 
     assert sum(scores.distribution.values()) == pytest.approx(100.0)
     assert set(scores.distribution) == set(types)
 
 
-def test_it_accepts_a_generator_of_evidence():
-    evidence = (r for r in records((0, "news", SUP), (1, "blog", NOT)))
+# --- outcomes
 
-    assert compute_scores(evidence).overall == Tally(1, 2)
+
+@pytest.mark.parametrize(
+    ("tally", "finished", "failed", "expected"),
+    [
+        pytest.param(Tally(supported=2, irrelevant=1), True, False, "supported", id="supported"),
+        pytest.param(Tally(supported=1, irrelevant=9), True, False, "supported", id="supported-despite-red-score"),
+        pytest.param(Tally(supported=1, failed=2), True, False, "supported", id="supported-with-failed-items"),
+        pytest.param(Tally(supported=1), True, True, "supported", id="supported-though-the-claim-failed"),
+        pytest.param(Tally(not_supported=1, irrelevant=3), True, False, "contradicted", id="contradicted"),
+        pytest.param(Tally(supported=3, not_supported=1), True, False, "mixed", id="mixed"),
+        pytest.param(Tally(irrelevant=3), True, False, "unconfirmed", id="unconfirmed"),
+        pytest.param(Tally(irrelevant=1, failed=2), True, True, "unconfirmed", id="unconfirmed-with-failures"),
+        pytest.param(Tally(), True, False, "no_evidence", id="no-evidence"),
+        pytest.param(Tally(excluded=2), True, False, "no_evidence", id="everything-left-out"),
+        pytest.param(Tally(), True, True, "failed", id="the-claim-failed"),
+        pytest.param(Tally(failed=2), True, False, "failed", id="every-item-failed"),
+        pytest.param(Tally(supported=3), False, False, "pending", id="pending-with-evidence"),
+        pytest.param(Tally(), False, True, "pending", id="pending-before-failure-is-final"),
+    ],
+)
+def test_a_claims_outcome_follows_its_included_evidence(tally, finished, failed, expected):
+    assert outcome(tally, finished=finished, failed=failed) == expected
+
+
+@pytest.mark.parametrize(
+    ("tally", "status", "claim_outcomes", "expected"),
+    [
+        pytest.param(Tally(supported=1), "pending", ["supported"], "pending", id="pending"),
+        pytest.param(Tally(supported=1), "running", ["supported"], "pending", id="running"),
+        pytest.param(Tally(supported=1), "failed", ["supported"], "failed", id="the-sentence-failed"),
+        pytest.param(Tally(), "done", [], "no_claim", id="no-claim"),
+        pytest.param(Tally(supported=2), "done", ["supported", "supported"], "supported", id="supported"),
+        pytest.param(Tally(supported=1, not_supported=1), "done", ["supported", "contradicted"], "mixed", id="mixed"),
+        pytest.param(Tally(not_supported=1), "done", ["contradicted", "no_evidence"], "contradicted", id="contra"),
+        pytest.param(Tally(irrelevant=2), "done", ["unconfirmed"], "unconfirmed", id="unconfirmed"),
+        pytest.param(Tally(), "done", ["no_evidence", "no_evidence"], "no_evidence", id="no-evidence"),
+        pytest.param(Tally(), "done", ["no_evidence", "failed"], "failed", id="a-claim-failed"),
+        pytest.param(Tally(supported=1, failed=1), "done", ["supported", "failed"], "supported", id="one-failed"),
+    ],
+)
+def test_a_sentences_outcome_follows_its_status_and_claims(tally, status, claim_outcomes, expected):
+    assert sentence_outcome(tally, status=status, claim_outcomes=claim_outcomes) == expected
+
+
+def test_every_outcome_has_a_label():
+    assert set(OUTCOME_LABELS) == {*OUTCOMES, PENDING, NO_CLAIM}
+
+
+# --- the words
+
+
+@pytest.mark.parametrize(
+    ("tally", "result", "reason", "expected"),
+    [
+        pytest.param(
+            Tally(supported=2, not_supported=1), "mixed", "", "1 page contradicts it, 2 pages support it", id="mixed"
+        ),
+        pytest.param(
+            Tally(supported=1, not_supported=3, irrelevant=2),
+            "mixed",
+            "",
+            "3 pages contradict it, 1 page supports it; 2 others did not address it",
+            id="contradicting-first-then-others",
+        ),
+        pytest.param(
+            Tally(supported=1, irrelevant=1),
+            "supported",
+            "",
+            "1 page supports it; 1 other did not address it",
+            id="supported-one-other",
+        ),
+        pytest.param(Tally(not_supported=2), "contradicted", "", "2 pages contradict it", id="contradicted"),
+        pytest.param(
+            Tally(irrelevant=3), "unconfirmed", "", "3 pages read, none confirms or contradicts it", id="unconfirmed"
+        ),
+        pytest.param(
+            Tally(irrelevant=1), "unconfirmed", "", "1 page read, none confirms or contradicts it", id="one-read"
+        ),
+        pytest.param(
+            Tally(supported=1, failed=2),
+            "supported",
+            "",
+            "1 page supports it; 2 items could not be judged",
+            id="with-failed-items",
+        ),
+        pytest.param(
+            Tally(supported=1, excluded=2),
+            "supported",
+            "",
+            "1 page supports it (2 left out of this view)",
+            id="with-excluded-items",
+        ),
+        pytest.param(
+            Tally(), "failed", "no page could be read: HTTP 503", "no page could be read: HTTP 503", id="failed-reason"
+        ),
+        pytest.param(
+            Tally(),
+            "no_evidence",
+            "the web search found no pages",
+            "the web search found no pages",
+            id="no-evidence-reason",
+        ),
+        pytest.param(Tally(), "no_evidence", "", "no evidence was found", id="no-evidence-without-reason"),
+        pytest.param(
+            Tally(excluded=3),
+            "no_evidence",
+            "the web search found no pages",
+            "all 3 of its evidence items are left out of this view",
+            id="everything-left-out",
+        ),
+        pytest.param(Tally(supported=1), "pending", "", "still being checked", id="pending"),
+    ],
+)
+def test_a_claims_note_says_why_it_has_its_outcome(tally, result, reason, expected):
+    assert explain(tally, result, reason=reason) == expected
+
+
+def test_a_note_can_count_sources_instead_of_pages():
+    assert explain(Tally(supported=2, not_supported=1), "mixed", noun="source") == (
+        "1 source contradicts it, 2 sources support it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("tally", "result", "error", "claim_outcomes", "claim_notes", "expected"),
+    [
+        pytest.param(
+            Tally(supported=1),
+            "failed",
+            "decomposing failed: LLM timeout",
+            ["supported"],
+            ["1 page supports it"],
+            "decomposing failed: LLM timeout",
+            id="its-own-failure",
+        ),
+        pytest.param(Tally(), "no_claim", "", [], [], "no checkable claim in this sentence", id="no-claim"),
+        pytest.param(Tally(), "no_claim", "only an opinion", [], [], "only an opinion", id="no-claim-with-reason"),
+        pytest.param(
+            Tally(),
+            "failed",
+            "",
+            ["failed", "failed"],
+            ["no page could be read: HTTP 503", "search failed: timeout"],
+            "no page could be read: HTTP 503",
+            id="every-claim-failed-first-note-only",
+        ),
+        pytest.param(Tally(), "failed", "", [], [], "the check failed", id="failed-without-reason"),
+        pytest.param(
+            Tally(),
+            "no_evidence",
+            "",
+            ["no_evidence"],
+            ["the web search found no pages"],
+            "the web search found no pages",
+            id="the-claims-reason-for-no-evidence",
+        ),
+        pytest.param(
+            Tally(excluded=2),
+            "no_evidence",
+            "",
+            ["no_evidence"],
+            ["all 2 of its evidence items are left out of this view"],
+            "all 2 of its evidence items are left out of this view",
+            id="everything-left-out",
+        ),
+        pytest.param(
+            Tally(supported=2, irrelevant=1),
+            "supported",
+            "",
+            ["supported", "failed", "failed"],
+            ["2 pages support it; 1 other did not address it", "search failed: timeout", "judging failed: 500"],
+            "2 sources support it; 1 other did not address it; 2 claims could not be checked (search failed: timeout)",
+            id="supported-with-two-failed-claims",
+        ),
+        pytest.param(
+            Tally(supported=1, not_supported=1),
+            "mixed",
+            "",
+            ["mixed", "failed"],
+            ["1 page contradicts it, 1 page supports it", "no page could be read: HTTP 404"],
+            "1 source contradicts it, 1 source supports it; 1 claim could not be checked "
+            "(no page could be read: HTTP 404)",
+            id="mixed-with-one-failed-claim",
+        ),
+        pytest.param(
+            Tally(supported=1),
+            "pending",
+            "",
+            ["supported", "failed"],
+            ["1 page supports it", "search failed: timeout"],
+            "still being checked",
+            id="pending-says-nothing-of-failures",
+        ),
+    ],
+)
+def test_a_sentences_note_is_one_note_saying_why(tally, result, error, claim_outcomes, claim_notes, expected):
+    note = explain_sentence(tally, result, error=error, claim_outcomes=claim_outcomes, claim_notes=claim_notes)
+
+    assert note == expected
+
+
+def test_a_claim_gets_its_outcome_and_note_from_the_computed_tally():
+    evidence = mix("2N 1I 1F", claim=4) + mix("1S", claim=4, source_type="blog", first_id=10)
+
+    tally = compute_scores(evidence, excluded_types={"blog"}).claim(4)
+    result = outcome(tally, finished=True)
+
+    assert result == "contradicted"
+    assert explain(tally, result) == (
+        "2 pages contradict it; 1 other did not address it; 1 item could not be judged (1 left out of this view)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("tally", "expected_outcome", "note"),
+    [
+        pytest.param(Tally(failed=2), "failed", "2 evidence items could not be judged", id="judging-failed"),
+        pytest.param(
+            Tally(failed=1, excluded=1),
+            "failed",
+            "1 evidence item could not be judged (1 left out of this view)",
+            id="failed-and-left-out",
+        ),
+        pytest.param(
+            Tally(excluded=1), "no_evidence", "its only evidence item is left out of this view", id="one-left-out"
+        ),
+    ],
+)
+def test_evidence_that_could_not_be_judged_is_a_failure_not_an_absence(tally, expected_outcome, note):
+    result = outcome(tally, finished=True)
+
+    assert result == expected_outcome
+    assert explain(tally, result) == note
+
+
+def test_a_tally_with_an_unknown_rule_scores_by_the_default_rule():
+    assert Tally(supported=1, irrelevant=1, rule="bogus").score == 0.5

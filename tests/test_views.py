@@ -476,8 +476,11 @@ def test_about_explains_the_steps_and_the_score(client, settings):
         "Score",
     ]
     text = doc.text_content()
-    assert "Credibility = supported evidence ÷ (supported + not supported evidence)" in text
-    assert "irrelevant count in neither number" in text
+    assert "credibility = supported evidence ÷ all judged evidence" in text
+    assert "credibility = supported ÷ (supported + not supported)" in text
+    assert "scores 2 ÷ 5 = 40% (orange) under all and 2 ÷ 3 = 67% (green) under decisive" in " ".join(text.split())
+    outcomes = [dt.text_content() for dt in doc.cssselect("dt")][:6]
+    assert outcomes == ["supported", "contradicted", "mixed evidence", "unconfirmed", "no evidence", "check failed"]
     assert f"Web results per claim (default {DEFAULT_SETTINGS['top_k_results']})" in text
     assert "12345 characters" in text
 

@@ -80,7 +80,7 @@ class Tally:
     @property
     def total(self) -> int:
         """The denominator under the rule."""
-        return self.judged if self.rule == RULE_ALL else self.supported + self.not_supported
+        return self.supported + self.not_supported if self.rule == RULE_DECISIVE else self.judged
 
     @property
     def score(self) -> float | None:
@@ -196,8 +196,6 @@ def outcome(tally: Tally, *, finished: bool, failed: bool = False) -> str:
         return "contradicted"
     if tally.irrelevant:
         return "unconfirmed"
-    if tally.excluded:
-        return "no_evidence"
     if failed or tally.failed:
         return "failed"
     return "no_evidence"
@@ -219,9 +217,14 @@ def explain(tally: Tally, result: str, *, reason: str = "", noun: str = "page") 
         return "still being checked"
     if result == NO_CLAIM:
         return reason or "no checkable claim in this sentence"
-    if result in ("failed", "no_evidence") and not tally.judged:
-        if tally.excluded and not tally.failed:
-            return f"all {_count(tally.excluded, 'evidence item is', 'evidence items are')} left out of this view"
+    if result == "failed" and not tally.judged:
+        text = reason or f"{_count(tally.failed, 'evidence item', 'evidence items')} could not be judged"
+        return text + (f" ({tally.excluded} left out of this view)" if tally.excluded else "")
+    if result == "no_evidence" and tally.excluded:
+        if tally.excluded == 1:
+            return "its only evidence item is left out of this view"
+        return f"all {tally.excluded} of its evidence items are left out of this view"
+    if result == "no_evidence":
         return reason or "no evidence was found"
     parts = []
     if tally.not_supported:

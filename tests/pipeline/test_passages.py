@@ -3,10 +3,12 @@ import pytest
 from verification.pipeline.passages import (
     MAX_PAGE_SENTENCES,
     merge_windows,
+    page_excerpt,
     page_sentences,
     select_passages,
     tokenize,
 )
+from verification.pipeline.types import Passage
 
 PAGE = [
     "Paris is the capital of France.",
@@ -225,3 +227,18 @@ def test_a_sentence_stating_the_claim_is_found_even_when_its_words_fill_half_the
     chosen = select_passages("The Eiffel Tower was completed in 1889.", sentences, top_k=1, context=0)
 
     assert [p.text for p in chosen] == [sentences[1]]
+
+
+def test_a_pages_passages_become_one_excerpt_in_page_order_with_every_highlight():
+    later = Passage(text="Gamma delta.", highlights=((0, 12),), score=0.9, position=7)
+    earlier = Passage(text="Alpha. Beta.", highlights=((7, 12),), score=0.4, position=2)
+
+    excerpt = page_excerpt([later, earlier])
+
+    assert excerpt.text == "Alpha. Beta. … Gamma delta."
+    assert [excerpt.text[start:end] for start, end in excerpt.highlights] == ["Beta.", "Gamma delta."]
+    assert excerpt.score == 0.9 and excerpt.position == 2
+
+
+def test_a_page_without_matching_passages_gives_no_excerpt():
+    assert page_excerpt([]) is None
