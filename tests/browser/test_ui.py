@@ -3,6 +3,7 @@ search and sites on 127.0.0.1 (tests/fakes.py), driven through headless Chromium
 
 import os
 import re
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.template.defaultfilters import floatformat
@@ -39,9 +40,9 @@ def wait_until_done(page) -> None:
     expect(page.locator("#result-body")).to_have_attribute("data-status", "done", timeout=RUN_TIMEOUT)
 
 
-def expected_scores(verification_id: str, *, excluded_ids=(), excluded_types=()) -> Scores:
+def expected_scores(verification_id: str, *, rule: str = "all", excluded_ids=(), excluded_types=()) -> Scores:
     records = evidence_records(Verification.objects.get(pk=verification_id))
-    return compute_scores(records, excluded_ids=excluded_ids, excluded_types=excluded_types)
+    return compute_scores(records, rule=rule, excluded_ids=excluded_ids, excluded_types=excluded_types)
 
 
 def sentences_on_page(page) -> list[dict]:
@@ -60,9 +61,11 @@ def as_score(attribute: str) -> float | None:
     return None if attribute == "" else float(attribute)
 
 
-def assert_page_shows(page, scores: Scores) -> None:
-    """Every number the page shows is the one scoring.compute_scores gives. Waits for the counts
-    first: the whole #result-body is swapped at once, so the rest has arrived with them."""
+def assert_page_shows(page, scores: Scores, *, rule: str = "all", excluded_types=()) -> None:
+    """Every number the page shows is the one scoring.compute_scores gives under `rule`, with
+    `excluded_types` shown as left out. Waits for the counts first: the whole #result-body is
+    swapped at once, so the rest has arrived with them."""
+    assert scores.rule == rule, "the expected scores were computed under another rule"
     overall = scores.overall
     expect(page.locator("#overall-counts")).to_have_text(f"supported evidence {overall.supported} of {overall.total}")
     expect(page.locator("#overall-score")).to_have_text(percent(overall.score))
@@ -75,8 +78,17 @@ def assert_page_shows(page, scores: Scores) -> None:
         assert sentence["band"] == (tally.band if tally else "none"), sentence
         assert as_score(sentence["score"]) == pytest.approx(score), sentence
         assert sentence["badge"] == percent(score), sentence
+    expect(page.locator("#result-body")).to_have_attribute("data-score-rule", rule)
+    expect(page.locator(f"#rule-{rule}")).to_be_checked()
     for source_type, share in scores.distribution.items():
         expect(page.locator(f".type-percent[data-type={source_type}]")).to_have_text(f"{floatformat(share, 0)}%")
+    for source_type in excluded_types:
+        assert source_type not in scores.distribution
+        expect(page.locator(f".type-percent[data-type={source_type}]")).to_have_text("left out")
+
+
+def query_values(url: str, name: str) -> list[str]:
+    return parse_qs(urlsplit(url).query).get(name, [])
 
 
 def unticked(page, name: str) -> list[str]:
@@ -99,12 +111,16 @@ def test_the_journey_from_paste_to_shared_link(new_context, world, celery_worker
     page.check("input[name=retrieval_mode][value=sparse]")
     screenshot(page, "landing.png")
 
+    # A clean run (the blog's page that refuses robots is not found), so the README's pictures
+    # show results without a problems banner; other tests cover failures.
+    world.sites[2].pages["/blocked"].searchable = False
     # Slow model answers keep the run going long enough to see (and photograph) the progress.
     world.llm.latency = 0.5
     page.click("button[type=submit]")
     page.wait_for_url(RESULT_URL)
     verification_id = RESULT_URL.search(page.url).group(1)
     expect(page.locator("#run-progress")).to_be_visible()
+    expect(page.locator("#progress label")).not_to_have_text("Verifying… 0%")
     assert page.get_attribute("#result-body", "data-status") != "done"
     screenshot(page, "running.png")
     world.llm.latency = 0.0
@@ -116,6 +132,7 @@ def test_the_journey_from_paste_to_shared_link(new_context, world, celery_worker
     scores = expected_scores(verification_id)
     assert_page_shows(page, scores)
     assert {s["band"] for s in sentences_on_page(page)} - {"none"}, "no sentence is coloured"
+    expect(page.locator("#problems")).to_have_count(0)
 
     # A sentence with evidence both ways, and a supported piece of evidence from another type
     # than the contradicting one, so leaving out each changes the score in its own way.
@@ -159,7 +176,7 @@ def test_the_journey_from_paste_to_shared_link(new_context, world, celery_worker
     both = expected_scores(verification_id, excluded_ids={chosen.id}, excluded_types={source_type})
     assert both.overall != narrowed.overall
     assert source_type not in both.distribution
-    assert_page_shows(page, both)
+    assert_page_shows(page, both, excluded_types={source_type})
     assert unticked(page, "source_type") == [source_type]
     against_box = page.locator(f"#evidence input[name=evidence][value='{against.id}']")
     expect(against_box).not_to_be_checked()
@@ -176,7 +193,7 @@ def test_the_journey_from_paste_to_shared_link(new_context, world, celery_worker
     shared.goto(permalink)
     expect(shared.locator("#result-body")).to_have_attribute("data-status", "done")
     assert shared.get_attribute("#overall-score", "data-score") == page.get_attribute("#overall-score", "data-score")
-    assert_page_shows(shared, both)
+    assert_page_shows(shared, both, excluded_types={source_type})
     assert [s["band"] for s in sentences_on_page(shared)] == [s["band"] for s in sentences_on_page(page)]
     assert unticked(shared, "source_type") == [source_type]
     assert sorted(unticked(shared, "evidence")) == sorted(unticked(page, "evidence"))
@@ -317,3 +334,122 @@ def test_editing_the_text_starts_a_new_run_and_keeps_the_old_one(page, world, ce
     wait_until_done(page)
     expect(page.locator(".text")).to_contain_text("It is 330 metres tall")
     expect(page.locator(".text")).not_to_contain_text("300 metres")
+
+
+def test_a_failing_search_shows_the_reasons_and_retry_completes_the_run(page, world, celery_worker):
+    world.serper.fail_status = 503
+    verification_id = submit(page, SAMPLE)
+    # Every claim's search fails, so no evidence at all: the run as a whole failed.
+    expect(page.locator("#result-body")).to_have_attribute("data-status", "failed", timeout=RUN_TIMEOUT)
+
+    problems = page.locator("#problems")
+    expect(problems).to_be_visible()
+    expect(problems).to_have_attribute("role", "alert")
+    expect(problems.locator("li[data-step=search]")).to_contain_text("Web search")
+    expect(problems).to_contain_text("503")
+
+    world.serper.fail_status = 0
+    page.get_by_role("button", name="Retry failed parts").click()
+    wait_until_done(page)
+    expect(page.locator("#problems", has_text=re.compile("web search", re.IGNORECASE))).to_have_count(0)
+    expect(page.locator("#problems li[data-step=search]")).to_have_count(0)
+    assert_page_shows(page, expected_scores(verification_id))
+
+
+def test_a_shared_link_with_exclusions_says_so_and_show_everything_restores(new_context, world, celery_worker):
+    page = new_context().new_page()
+    verification_id = submit(page, SAMPLE)
+    wait_until_done(page)
+    records = evidence_records(Verification.objects.get(pk=verification_id))
+    assert any(r.source_type == "news" for r in records)
+    left_out = next(r for r in records if r.source_type not in ("news", "") and r.verdict)
+    narrowed = expected_scores(verification_id, excluded_ids={left_out.id}, excluded_types={"news"})
+    assert narrowed.overall.excluded > 1  # the news items and the one chosen by id
+
+    shared = new_context().new_page()
+    shared.goto(f"/v/{verification_id}?exclude_evidence={left_out.id}&exclude_types=news")
+    notice = shared.locator("#exclusions")
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text("Source types left out: News.")
+    expect(notice).to_contain_text(f"{narrowed.overall.excluded} evidence items not counted.")
+    assert_page_shows(shared, narrowed, excluded_types={"news"})
+
+    shared.click("#show-all")
+    expect(notice).to_have_count(0)
+    shared.wait_for_url(RESULT_URL)
+    assert "exclude" not in shared.url
+    assert not unticked(shared, "source_type")
+    assert_page_shows(shared, expected_scores(verification_id))
+
+
+def test_an_opened_rationale_stays_open_while_the_run_goes_on(page, world, celery_worker):
+    # The sentence with "1930" is split and judged seconds late; the first sentence is not.
+    world.llm.slow_words = {"1930": 3.0}
+    submit(page, SAMPLE)
+    page.click("#sentence-0")
+    expect(page.locator("#evidence-heading")).to_have_text("Sentence 1")
+    rationale = page.locator("#evidence details.rationale:visible").first
+    expect(rationale).to_be_visible(timeout=RUN_TIMEOUT)
+    rationale_id = rationale.get_attribute("id")
+    details = page.locator(f"#{rationale_id}")
+    details.locator("summary").click()
+    assert details.evaluate("d => d.open")
+
+    page.evaluate(
+        """() => { window.__swaps = 0;
+        document.body.addEventListener('htmx:afterSettle', () => { window.__swaps += 1; }); }"""
+    )
+    page.wait_for_function("window.__swaps >= 2", timeout=10_000)
+    assert page.get_attribute("#result-body", "data-status") != "done", "the run ended before two polls"
+    assert details.evaluate("d => d.open"), "a poll closed the rationale"
+
+    wait_until_done(page)
+    expect(details).to_be_visible()
+    assert details.evaluate("d => d.open"), "finishing the run closed the rationale"
+
+
+def test_a_too_long_paste_is_refused_with_the_limit_and_kept(page, live_server, world, celery_worker):
+    paragraphs = []
+    while sum(len(p) + 2 for p in paragraphs) < 25_000:
+        paragraphs.append(f"Paragraph {len(paragraphs) + 1}. " + SAMPLE.split("\n\n")[0])
+    text = "\n\n".join(paragraphs)[:25_000]
+    assert len(text) == 25_000 and "\n" in text
+
+    page.goto("/")
+    page.fill("textarea[name=text]", text)
+    expect(page.locator("#text-count")).to_contain_text("25,000 / 20,000 characters")
+    expect(page.locator("#text-count")).to_contain_text("5,000 over the limit")
+    page.check("input[name=retrieval_mode][value=sparse]")
+    page.click("button[type=submit]")
+
+    expect(page.locator("#text-error")).to_contain_text("the limit is 20,000")
+    assert page.url == live_server.url + "/"
+    kept = page.input_value("textarea[name=text]").replace("\r\n", "\n")
+    assert len(kept) == 25_000
+    assert kept == text
+    assert not Verification.objects.exists()
+
+
+def test_the_score_rule_switch_changes_the_numbers_and_survives_a_reload(page, world, celery_worker):
+    verification_id = submit(page, SAMPLE)
+    wait_until_done(page)
+    by_all = expected_scores(verification_id)
+    assert_page_shows(page, by_all)
+    decisive = expected_scores(verification_id, rule="decisive")
+    assert decisive.overall.score != by_all.overall.score, "the sample does not tell the rules apart"
+    page.evaluate("window.__marker = 1")
+
+    page.check("#rule-decisive")
+    page.wait_for_url(re.compile(r"[?&]score_rule=decisive(&|$)"))
+    assert query_values(page.url, "score_rule") == ["decisive"]  # once: the radio's own value is not added
+    assert_page_shows(page, decisive, rule="decisive")
+    assert page.evaluate("window.__marker") == 1, "switching the rule reloaded the page"
+
+    page.reload()
+    expect(page.locator("#rule-decisive")).to_be_checked()
+    assert_page_shows(page, decisive, rule="decisive")
+
+    page.check("#rule-all")
+    page.wait_for_url(lambda url: "score_rule=decisive" not in url)
+    assert query_values(page.url, "score_rule") == []  # the default rule keeps the link short
+    assert_page_shows(page, by_all)
