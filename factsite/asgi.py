@@ -4,3 +4,8 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "factsite.settings")
 application = get_asgi_application()
+
+# Without Redis the worker lives in this process (see wsgi.py).
+from factsite.celery import ensure_embedded_worker  # noqa: E402
+
+ensure_embedded_worker()

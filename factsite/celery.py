@@ -5,8 +5,10 @@ inside the process that enqueues (web server or CLI), so a fresh clone needs not
 import logging
 import os
 import threading
+import time
 
 from celery import Celery
+from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "factsite.settings")
 
@@ -20,8 +22,9 @@ _embedded_worker = None
 
 
 def ensure_embedded_worker() -> bool:
-    """Start the in-process worker once, if this deployment uses one. Returns True when it
-    was started by this call (the caller may then recover runs a previous process left)."""
+    """Start the in-process worker once, if this deployment uses one, with its sweeper timer
+    (runs a previous process left unfinished are resumed by it). Returns True when this call
+    started it."""
     global _embedded_worker
     from django.conf import settings
 
@@ -40,6 +43,45 @@ def ensure_embedded_worker() -> bool:
             loglevel=logging.WARNING,
         )
         threading.Thread(target=worker.start, name="celery-embedded", daemon=True).start()
+        threading.Thread(target=_sweep_forever, args=(settings.SWEEP_INTERVAL,), name="sweeper", daemon=True).start()
         _embedded_worker = worker
         logger.info("started the embedded Celery worker (no REDIS_URL set)")
-        return True
+    warm_up()
+    return True
+
+
+def _sweep_forever(interval: float) -> None:
+    """The embedded worker's stand-in for Celery beat: resume stalled runs, forever."""
+    from django.db import close_old_connections
+
+    from verification.tasks import delete_old_runs, sweep
+
+    last_cleanup: float | None = None
+    while True:
+        try:
+            sweep()
+            if last_cleanup is None or time.monotonic() - last_cleanup > 24 * 3600:  # beat's daily schedule
+                last_cleanup = time.monotonic()
+                delete_old_runs()
+        except Exception:  # a busy database: the next round tries again
+            logger.warning("sweeping stalled runs failed", exc_info=True)
+        finally:
+            close_old_connections()
+        time.sleep(interval)
+
+
+def warm_up() -> None:
+    """Start the CPU process pool now, loading the embedding model in it when runs use it by
+    default: the first run after a start then does not wait for it."""
+    from django.conf import settings
+
+    from verification import cpu
+    from verification.forms import DEFAULT_SETTINGS
+
+    dense = DEFAULT_SETTINGS["retrieval_mode"] == "dense"
+    cpu.start(warm_embedding_model=settings.EMBEDDING_MODEL if dense else None)
+
+
+@worker_ready.connect
+def _warm_worker(**_) -> None:
+    warm_up()

@@ -44,6 +44,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
+    # The API has no CSRF token: it takes only JSON bodies, which other sites cannot send (see Limits).
+    "verification.limits.JsonOnlyApiMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
@@ -107,7 +109,15 @@ REDIS_URL = env.str("REDIS_URL", default="")
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_EMBEDDED_WORKER = not REDIS_URL
 CELERY_EMBEDDED_CONCURRENCY = env.int("CELERY_EMBEDDED_CONCURRENCY", default=8)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01} if not REDIS_URL else {}
+# Processes per worker for parsing pages and ranking passages (verification/cpu.py); 0 runs
+# that work in the worker's own threads.
+CPU_PROCESSES = int(env.str("CPU_PROCESSES", default="") or os.cpu_count() or 1)
+# No ack emulation on Redis: a message leaves the queue when a worker takes it, and what a dead
+# worker held is resumed from the database by the sweeper below. With emulation, a celery 5.7
+# worker that held unacknowledged messages when the Redis connection dropped exited
+# ("Unrecoverable error: AttributeError: 'NoneType' object has no attribute 'hostname'", while
+# restoring them on the closed connection) instead of reconnecting (tests/test_recovery.py).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"ack_emulation": False} if REDIS_URL else {"polling_interval": 0.01}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -115,6 +125,20 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The sweeper: a run with no sign of life (workers beat every 5 s while they hold its tasks)
+# for RUN_STALLED_AFTER seconds has its unfinished items enqueued again. Celery beat sends it
+# every SWEEP_INTERVAL seconds in deployments; the embedded worker runs it on a timer.
+RUN_STALLED_AFTER = env.int("RUN_STALLED_AFTER", default=30)
+SWEEP_INTERVAL = env.int("SWEEP_INTERVAL", default=10)
+CELERY_BEAT_SCHEDULE = {
+    "resume-stalled-runs": {
+        "task": "verification.tasks.sweep",
+        "schedule": SWEEP_INTERVAL,
+        "options": {"expires": SWEEP_INTERVAL},  # sweeps queued behind a dead worker are dropped
+    },
+    "delete-old-runs": {"task": "verification.tasks.delete_old_runs", "schedule": 24 * 3600},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- Cache: shared by the web process and the workers. It holds search results, page texts,
 # claims and judgements across runs (an edited text only pays for what changed).
@@ -123,8 +147,16 @@ if env.str("CACHE_URL", default=""):
 elif REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
+    # SQLite files (diskcache, shared safely by threads and processes), bounded by size and
+    # evicting the oldest writes first. Django's FileBasedCache keeps only 300 entries by default
+    # (one long run evicts the last), and lists its whole directory on every write (36 ms a write
+    # at 20,000 entries here, against 0.2 ms).
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": VAR_DIR / "cache"}
+        "default": {
+            "BACKEND": "diskcache_community.DjangoCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+            "OPTIONS": {"size_limit": env.int("CACHE_MAX_BYTES", default=2**30)},
+        }
     }
 CACHE_TTL = env.int("CACHE_TTL", default=7 * 24 * 3600)
 
@@ -135,6 +167,8 @@ OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="https://api.openai.com/v1"
 LLM_MODELS = env.str("LLM_MODELS", default="gpt-4o-mini")
 LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=60.0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=3)
+# Seconds after a call's first attempt in which retries may still start (429s, 5xx, timeouts).
+LLM_RETRY_BUDGET = env.float("LLM_RETRY_BUDGET", default=20.0)
 SERPER_API_KEY = env.str("SERPER_API_KEY", default="")
 SERPER_BASE_URL = env.str("SERPER_BASE_URL", default="https://google.serper.dev")
 SEARCH_TIMEOUT = env.float("SEARCH_TIMEOUT", default=15.0)
@@ -143,5 +177,56 @@ ALLOW_PRIVATE_FETCH = env.bool("ALLOW_PRIVATE_FETCH", default=False)
 FETCH_TIMEOUT = env.float("FETCH_TIMEOUT", default=10.0)
 FETCH_MAX_BYTES = env.int("FETCH_MAX_BYTES", default=3_000_000)
 MAX_TEXT_CHARS = env.int("MAX_TEXT_CHARS", default=20_000)
-# A run still unfinished this long after it started is failed when next looked at (lost work).
+# A run with no progress for this long (in spite of the sweeper) is failed with that reason.
 RUN_TIMEOUT = env.int("RUN_TIMEOUT", default=1800)
+# `manage.py cleanup` deletes runs that finished more than this many days ago; 0 keeps them all.
+RUN_RETENTION_DAYS = env.int("RUN_RETENTION_DAYS", default=30)
+
+# --- Limits: what one client may ask of the server (README, "Limits"). 0 turns a limit off.
+# Runs one client address may start per hour, counted from the runs in the database (so across
+# web processes, and with the cache down); the command line counts as one client.
+RUNS_PER_HOUR = env.int("RUNS_PER_HOUR", default=30)
+# How many proxies in front of the app append to X-Forwarded-For: the client address is the
+# entry the outermost appended. 0: the connection's own address (REMOTE_ADDR).
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+# Claims one run checks at most. Every sentence costs at least one, so a text with more sentences
+# is refused up front; during a run, a sentence whose claims no longer fit is not checked.
+MAX_CLAIMS_PER_RUN = env.int("MAX_CLAIMS_PER_RUN", default=60)
+
+
+# --- HTTPS and security headers (README, "Deploying"). Off by default, so `runserver` and
+# docker-compose over plain http work on a fresh clone (a secure-only CSRF cookie would never
+# come back over http, and every form would fail). Served over https, set DJANGO_HTTPS=1 and
+# HSTS; `manage.py check --deploy` then has nothing to warn about.
+def _env_or(name: str, cast, default):
+    """The variable cast, or the default when it is unset or empty (as in a copied .env.example)."""
+    return cast(name) if env.str(name, default="") else default
+
+
+HTTPS = _env_or("DJANGO_HTTPS", env.bool, False)
+SECURE_SSL_REDIRECT = _env_or("DJANGO_SECURE_SSL_REDIRECT", env.bool, HTTPS)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE = _env_or("DJANGO_SECURE_COOKIES", env.bool, HTTPS)
+SECURE_HSTS_SECONDS = _env_or("DJANGO_SECURE_HSTS_SECONDS", env.int, 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_or("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", env.bool, False)
+SECURE_HSTS_PRELOAD = _env_or("DJANGO_SECURE_HSTS_PRELOAD", env.bool, False)
+# Behind a proxy that terminates TLS: the header it sets to "https" (e.g. X-Forwarded-Proto).
+# Only when the proxy always sets it: a client could send it too.
+_proxy_ssl_header = env.str("DJANGO_SECURE_PROXY_SSL_HEADER", default="")
+if _proxy_ssl_header:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https")
+# Content-Security-Policy (django-csp): our pages load only their own files and run no inline
+# script or style; htmx's inline indicator style is turned off in base.html. Outermost but for
+# SecurityMiddleware, so error responses of the middleware inside it carry the header too.
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1, "csp.middleware.CSPMiddleware")
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+    }
+}

@@ -7,6 +7,7 @@ context sentences, E1..En passages, a host and title) and answers from their wor
 in what factsite sends changes what comes back."""
 
 import json
+import random
 import re
 import threading
 import time
@@ -109,19 +110,36 @@ class FakeLLM(LoopbackServer):
     claim, the host): a word in `fail_words` gets that status (`{"BOOM": 500}`), a word in
     `garbage_words` gets prose instead of JSON, a word in `slow_words` waits that many seconds
     before answering (`{"1930": 4.0}`: one sentence's requests lag behind the others').
-    `structured=False` makes it answer 400 to `response_format`, like servers without it."""
+    A word in `held_words` holds the request until `release()` (at most `hold_s`): the test
+    decides when those answers come; `held` counts the requests that were held.
+    `structured=False` makes it answer 400 to `response_format`, like servers without it.
+    `fail_rate` / `garbage_rate`: that share of all calls gets one of `fail_statuses` / prose.
+    Each draw depends on `seed`, the request and how many times that request came before, not
+    on the order in which concurrent requests arrive, so the same calls fail on every run."""
 
     latency: float = 0.0
     structured: bool = True
     fail_words: dict[str, int] = field(default_factory=dict)
     garbage_words: tuple[str, ...] = ()
     slow_words: dict[str, float] = field(default_factory=dict)
+    held_words: tuple[str, ...] = ()
+    hold_s: float = 60.0
+    fail_rate: float = 0.0
+    garbage_rate: float = 0.0
+    fail_statuses: tuple[int, ...] = (429, 500, 503)
+    seed: int = 0
 
     def __post_init__(self) -> None:
         LoopbackServer.__init__(self, _LLMHandler)
         self.calls: Counter[str] = Counter()
         self.requests: list[dict] = []
+        self._attempts: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._released = threading.Event()
+        self.held = 0
+
+    def release(self) -> None:
+        self._released.set()
 
     def answer(self, request: dict) -> tuple[int, str]:
         system, user = request["messages"][0]["content"], request["messages"][-1]["content"]
@@ -129,14 +147,22 @@ class FakeLLM(LoopbackServer):
         with self._lock:
             self.calls[kind] += 1
             self.requests.append(request)
+            self._attempts[user] += 1
+            draw = random.Random(f"{self.seed}:{self._attempts[user]}:{user}").random()
         if request.get("response_format") and not self.structured:
             return 400, "response_format is not supported by this server"
         focus = _focus(kind, user)
         time.sleep(max((delay for word, delay in self.slow_words.items() if word in focus), default=0.0))
+        if any(word in focus for word in self.held_words):
+            with self._lock:
+                self.held += 1
+            self._released.wait(self.hold_s)
         for word, status in self.fail_words.items():
             if word in focus:
                 return status, f"simulated failure for {word}"
-        if any(word in focus for word in self.garbage_words):
+        if draw < self.fail_rate:
+            return self.fail_statuses[int(draw / self.fail_rate * len(self.fail_statuses))], "simulated failure"
+        if any(word in focus for word in self.garbage_words) or draw < self.fail_rate + self.garbage_rate:
             return 200, "Sorry, I am not able to help with that."
         payload = {"claims": _claims, "judgements": _judgements, "source_type": _source_type}[kind](user)
         if not request.get("response_format"):

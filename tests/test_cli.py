@@ -1,10 +1,14 @@
 """`manage.py verify` as a user runs it: separate processes, a file database, and either a
 `celery worker` process on the real Redis or (no REDIS_URL) the embedded worker."""
 
+import hashlib
+import hmac
 import io
 import json
 import os
+import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -167,3 +171,61 @@ def test_verify_names_the_missing_key(world, settings, monkeypatch):
 
     with pytest.raises(CommandError, match="SERPER_API_KEY"):
         call_command("verify")
+
+
+# --- limits, and a fresh clone
+
+ONE_SENTENCE = "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."
+
+
+def stored_clients(environment) -> list[str]:
+    with sqlite3.connect(environment["DATABASE_URL"].removeprefix("sqlite:///")) as db:
+        return [client for (client,) in db.execute("SELECT client FROM verification_verification")]
+
+
+def test_verify_counts_as_one_client_and_refuses_runs_over_the_hourly_limit(env, world):
+    env["RUNS_PER_HOUR"] = "1"
+
+    first = manage(env, "verify", "--mode", "sparse", stdin=ONE_SENTENCE)
+    second = manage(env, "verify", "--mode", "sparse", stdin=ONE_SENTENCE)
+
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 2, second.stderr
+    # The first run may take over a minute on a busy machine: 59 or 60 minutes are both right.
+    assert re.search(
+        r"Too many verifications from the command line: 1 in the last hour \(RUNS_PER_HOUR=1\)\. "
+        r"Try again in (59|60) minutes\.",
+        second.stderr,
+    )
+    assert "Traceback" not in second.stderr and not second.stdout
+    cli = hmac.new(env["DJANGO_SECRET_KEY"].encode(), b"cli", hashlib.sha256).hexdigest()
+    assert stored_clients(env) == [cli]
+
+
+def test_verify_refuses_a_text_over_the_claim_budget_before_starting(env):
+    env["MAX_CLAIMS_PER_RUN"] = "2"
+    text = "The Eiffel Tower is in Paris. It was completed in 1889. It is 330 metres tall."
+
+    done = manage(env, "verify", stdin=text)
+
+    assert done.returncode == 2, done.stderr
+    assert (
+        "This text has 3 sentences; a run checks at most 2 claims (MAX_CLAIMS_PER_RUN). "
+        "Shorten it or split it into several runs." in done.stderr
+    )
+    assert "Traceback" not in done.stderr
+    assert stored_clients(env) == []
+
+
+def test_verify_on_a_fresh_clone_creates_its_database_tables_first(env, world, tmp_path):
+    database = tmp_path / "fresh.sqlite3"
+    env["DATABASE_URL"] = f"sqlite:///{database}"
+    out = tmp_path / "out.json"
+
+    done = manage(env, "verify", "--json", str(out), "--mode", "sparse", stdin=ONE_SENTENCE)
+
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["status"] == "done" and len(result["sentences"]) == 1
+    assert "Overall credibility" in done.stdout
+    assert len(stored_clients(env)) == 1

@@ -174,7 +174,7 @@ def test_a_search_outage_fails_the_run_and_a_retry_completes_it_in_place(client,
 
     world.serper.fail_status = 0
     calls_before = world.llm.calls["claims"]
-    response = client.post(f"/api/verifications/{verification_id}/retry")
+    response = client.post(f"/api/verifications/{verification_id}/retry", content_type="application/json")
     assert response.status_code == 202, response.content
     assert response.json()["retried"] == search["count"]
     retried = wait_for(client, verification_id)
@@ -184,7 +184,8 @@ def test_a_search_outage_fails_the_run_and_a_retry_completes_it_in_place(client,
     assert retried["retries"] == 1
     assert retried["score"] is not None
     assert world.llm.calls["claims"] == calls_before  # claims were not found again, only searched
-    again = client.post(f"/api/verifications/{verification_id}/retry")  # only the 403 page is left to retry
+    # Only the 403 page is left to retry.
+    again = client.post(f"/api/verifications/{verification_id}/retry", content_type="application/json")
     assert again.status_code == 202 and again.json()["retried"] == sum(p["count"] for p in retried["problems"])
     wait_for(client, verification_id)
 
@@ -198,7 +199,8 @@ def test_a_page_that_fails_is_read_again_on_retry(client, world, celery_worker):
     assert fetch["count"] >= 1 and any("503" in r["reason"] for r in fetch["reasons"])
 
     site.fail_status = 0
-    assert client.post(f"/api/verifications/{verification_id}/retry").status_code == 202
+    retry = client.post(f"/api/verifications/{verification_id}/retry", content_type="application/json")
+    assert retry.status_code == 202, retry.content
     retried = wait_for(client, verification_id)
 
     assert retried["status"] == "done"

@@ -6,6 +6,7 @@ from django import forms
 from django.conf import settings
 
 from verification import providers
+from verification.pipeline import segment
 
 DEFAULT_SETTINGS = {
     "retrieval_mode": "dense",
@@ -84,7 +85,23 @@ class VerificationForm(forms.Form):
             )
         if looks_binary(text):
             raise forms.ValidationError("This does not look like text (it contains binary or control characters).")
+        self._check_budget(text)
         return text
+
+    def _check_budget(self, text: str) -> None:
+        """Every sentence costs at least one claim, so a text with more sentences than a run's
+        claim budget cannot be checked whole: refused before it starts, sentences counted as the
+        run will split them."""
+        budget = settings.MAX_CLAIMS_PER_RUN
+        if budget <= 0:
+            return
+        sentences = len(segment.segment(text))
+        if sentences > budget:
+            raise forms.ValidationError(
+                f"This text has {sentences:,} sentences; a run checks at most {budget:,} claims "
+                "(MAX_CLAIMS_PER_RUN). Shorten it or split it into several runs.",
+                code="budget",
+            )
 
     def clean_model(self) -> str:
         return self.cleaned_data["model"] or self.fields["model"].initial

@@ -61,6 +61,17 @@ class Verification(models.Model):
     # Times "Retry failed parts" re-queued this run (shown with the run's details).
     retries = models.PositiveSmallIntegerField(default=0)
     retried_at = models.DateTimeField(null=True, blank=True)
+    # Last sign of life: a task of this run started or ended (workers beat every few seconds
+    # while they hold one). The sweeper resumes runs that stay silent (a dead worker, a lost
+    # message), and RUN_TIMEOUT counts from here, so a run waiting behind a backlog is not lost.
+    touched_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # When the sweeper last re-enqueued this run's unfinished items, and how often it did.
+    swept_at = models.DateTimeField(null=True, blank=True)
+    resumes = models.PositiveSmallIntegerField(default=0)
+    # Who asked, as a keyed hash of their address (never the address): the runs-per-hour limit.
+    client = models.CharField(max_length=64, blank=True, db_index=True)
+    # Claims this run has taken from its budget (MAX_CLAIMS_PER_RUN), counted atomically.
+    claims_used = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at"]
@@ -106,7 +117,9 @@ class Claim(models.Model):
 
 
 class Source(models.Model):
-    """One web page per run, however many claims cite it: it is fetched once."""
+    """One web page per run, however many claims cite it: it is fetched once. Its text is not
+    kept per run: the shared page cache holds it (CACHE_TTL), and a retry after it expired
+    downloads the page again."""
 
     verification = models.ForeignKey(Verification, on_delete=models.CASCADE, related_name="sources")
     url = models.TextField()
@@ -114,10 +127,10 @@ class Source(models.Model):
     host = models.CharField(max_length=255)
     title = models.TextField(blank=True)
     source_type = models.CharField(max_length=32, choices=SourceType.choices, blank=True)
-    type_decided_by = models.CharField(max_length=16, blank=True)
+    # "rules", "llm", "cache", or "fallback: <why the question failed>" (any length).
+    type_decided_by = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     error = models.TextField(blank=True)
-    sentences = models.JSONField(default=list)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["verification", "url"], name="source_unique_url")]

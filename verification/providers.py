@@ -3,12 +3,11 @@ step. Clients are made once per process (per thread where they hold a requests s
 connections are reused."""
 
 import threading
-from functools import lru_cache
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from verification.clients.embeddings import SentenceEmbedder, load_embedder
+from verification.clients.embeddings import SentenceEmbedder, shared_embedder
 from verification.clients.fetch import PageFetcher
 from verification.clients.llm import LLMClient, ModelChoice, parse_model_list
 from verification.clients.search import SerperSearch
@@ -36,6 +35,7 @@ def llm_client(model_name: str) -> LLMClient:
         api_key=settings.OPENAI_API_KEY,
         timeout=settings.LLM_TIMEOUT,
         max_retries=settings.LLM_MAX_RETRIES,
+        retry_budget=settings.LLM_RETRY_BUDGET,
     )
 
 
@@ -67,9 +67,8 @@ def page_fetcher() -> PageFetcher:
     )
 
 
-@lru_cache(maxsize=2)
 def embedder(name: str | None = None) -> SentenceEmbedder:
-    return load_embedder(name or settings.EMBEDDING_MODEL)
+    return shared_embedder(name or settings.EMBEDDING_MODEL)
 
 
 def host_of(url: str) -> str:

@@ -3,6 +3,7 @@
 import logging
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from typing import NamedTuple
 
 from django.core.cache import cache
@@ -267,6 +268,7 @@ def verification_result(verification: Verification, state: ViewState | None = No
         "excluded_types": sorted(state.excluded_types),
         "problems": verification_problems(verification),
         "retries": verification.retries,
+        "resumes": verification.resumes,
         "progress": verification_progress(verification),
         "usage": {
             "llm_calls": verification.llm_calls,
@@ -455,6 +457,7 @@ def _run_facts(verification: Verification) -> dict:
         "tokens": verification.prompt_tokens + verification.completion_tokens,
         "searches": verification.searches,
         "retries": verification.retries,
+        "resumes": verification.resumes,
     }
 
 
@@ -603,3 +606,9 @@ def _type_rows(present: set[str], scores: Scores, state: ViewState) -> list[Type
         for value, label in SourceType.choices
         if value in present or value in state.excluded_types
     ]
+
+
+def client_run_times(client: str, *, since: datetime) -> list[datetime]:
+    """When each of one client's runs since `since` was created, oldest first: what RUNS_PER_HOUR counts."""
+    runs = Verification.objects.filter(client=client, created_at__gte=since).order_by("created_at")
+    return list(runs.values_list("created_at", flat=True))

@@ -26,7 +26,7 @@ from verification.pipeline.types import (
     ClaimDraft,
     Judgement,
     LLMUsage,
-    Page,
+    PageSentences,
     Passage,
     SearchHit,
     SegmentedSentence,
@@ -39,8 +39,10 @@ def _transition(queryset, *, to: str, **changes) -> bool:
     return queryset.update(status=to, **changes) == 1
 
 
-def verification_create(*, text: str, settings: dict, edited_from: Verification | None = None) -> Verification:
-    return Verification.objects.create(text=text, settings=settings, edited_from=edited_from)
+def verification_create(
+    *, text: str, settings: dict, edited_from: Verification | None = None, client: str = ""
+) -> Verification:
+    return Verification.objects.create(text=text, settings=settings, edited_from=edited_from, client=client)
 
 
 def verification_begin(verification: Verification) -> bool:
@@ -54,23 +56,51 @@ def verification_fail(verification_id, *, reason: str) -> None:
 
 
 def verification_expire_if_stale(verification: Verification, *, timeout_s: float) -> Verification:
-    """The backstop of "a run always ends": one still unfinished `timeout_s` after it started
-    (a lost message, a dead worker) is failed with that reason, when someone looks at it."""
-    started = max(verification.created_at, verification.retried_at or verification.created_at)
-    if verification.status in FINISHED or started > timezone.now() - timedelta(seconds=timeout_s):
+    """The backstop of "a run always ends": one that showed no sign of life for `timeout_s`
+    (no task of it ran, and the sweeper's resumes did not help) is failed with that reason,
+    when someone looks at it. Counted from its last activity, not its submission, so a run
+    waiting behind a backlog is not failed for it."""
+    if verification.status in FINISHED or last_activity(verification) > timezone.now() - timedelta(seconds=timeout_s):
         return verification
-    reason = f"timed out: not finished {timeout_s / 60:g} minutes after it started; items still pending were lost"
+    reason = f"timed out: no progress for {timeout_s / 60:g} minutes; items still pending were lost"
     verification_fail(verification.pk, reason=reason)
     verification.refresh_from_db()
     return verification
 
 
-def verifications_interrupt(*, reason: str, keep) -> int:
-    """Runs left unfinished by a process that died with its in-memory queue."""
-    return (
+def last_activity(verification: Verification):
+    return max(t for t in (verification.created_at, verification.retried_at, verification.touched_at) if t)
+
+
+def verifications_touch(verification_ids: Iterable) -> None:
+    """A sign of life from a worker that holds tasks of these runs (see heartbeat.py)."""
+    Verification.objects.filter(pk__in=list(verification_ids)).exclude(status__in=FINISHED).update(
+        touched_at=timezone.now()
+    )
+
+
+def verifications_stalled(*, silent_for: timedelta) -> list:
+    """Unfinished runs with no sign of life for `silent_for` and not swept within it: a
+    worker died holding their tasks, or a message was lost (a Redis restart)."""
+    cutoff = timezone.now() - silent_for
+    return list(
         Verification.objects.exclude(status__in=FINISHED)
-        .exclude(pk=keep)
-        .update(status=Status.FAILED, error=reason, finished_at=timezone.now())
+        .filter(Q(touched_at__lt=cutoff) | Q(touched_at__isnull=True, created_at__lt=cutoff))
+        .filter(Q(retried_at__isnull=True) | Q(retried_at__lt=cutoff))
+        .filter(Q(swept_at__isnull=True) | Q(swept_at__lt=cutoff))
+        .values_list("pk", flat=True)
+    )
+
+
+def verification_claim_sweep(verification_id, *, silent_for: timedelta) -> bool:
+    """Only one sweeper (of several processes) resumes a run per quiet period."""
+    cutoff = timezone.now() - silent_for
+    return (
+        Verification.objects.filter(pk=verification_id)
+        .exclude(status__in=FINISHED)
+        .filter(Q(swept_at__isnull=True) | Q(swept_at__lt=cutoff))
+        .update(swept_at=timezone.now(), resumes=F("resumes") + 1)
+        == 1
     )
 
 
@@ -117,7 +147,14 @@ def sentence_fail(sentence_id: int, *, reason: str) -> None:
     Sentence.objects.filter(pk=sentence_id).exclude(status__in=FINISHED).update(status=Status.FAILED, error=reason)
 
 
-def claims_save(*, sentence: Sentence, drafts: Sequence[ClaimDraft]) -> list[Claim]:
+def claims_save(*, sentence: Sentence, drafts: Sequence[ClaimDraft], budget: int = 0) -> list[Claim] | None:
+    """Save a sentence's claims, taking them from the run's budget of `budget` claims (0: no
+    limit). None when they do not fit in what is left: the sentence is then not checked."""
+    existing = list(sentence.claims.all())
+    if existing:  # a redelivered task: the budget was taken the first time
+        return existing
+    if budget and drafts and not _budget_take(sentence.verification_id, len(drafts), budget):
+        return None
     Claim.objects.bulk_create(
         [Claim(sentence=sentence, index=i, text=d.text, query=d.query) for i, d in enumerate(drafts)],
         ignore_conflicts=True,
@@ -125,13 +162,23 @@ def claims_save(*, sentence: Sentence, drafts: Sequence[ClaimDraft]) -> list[Cla
     return list(sentence.claims.all())
 
 
-def claim_begin_search(claim: Claim) -> bool:
+def _budget_take(verification_id, count: int, budget: int) -> bool:
+    # One conditional UPDATE: sentences decomposed at once cannot overspend together.
     return (
-        Claim.objects.filter(pk=claim.pk, status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING]).update(
-            status=ClaimStatus.SEARCHING
+        Verification.objects.filter(pk=verification_id, claims_used__lte=budget - count).update(
+            claims_used=F("claims_used") + count
         )
         == 1
     )
+
+
+def claim_begin_search(claim: Claim) -> bool:
+    """Also from reading with no result saved: its search found nothing and the worker died
+    before finishing it (a resumed run searches again)."""
+    unsearched = Q(status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING]) | Q(
+        status=ClaimStatus.READING, search_results__isnull=True
+    )
+    return Claim.objects.filter(unsearched, pk=claim.pk).update(status=ClaimStatus.SEARCHING) == 1
 
 
 def claim_fail(claim_id: int, *, reason: str) -> None:
@@ -173,8 +220,13 @@ def search_results_save(*, claim: Claim, hits: Sequence[SearchHit], host_of) -> 
     ]
 
 
-def source_type_set(source: Source, *, source_type: str, decided_by: str) -> None:
-    Source.objects.filter(pk=source.pk, source_type="").update(source_type=source_type, type_decided_by=decided_by)
+def source_type_set(source: Source, *, source_type: str, decided_by: str) -> bool:
+    """True when this call typed the source (the caller then tries to finish its run: the
+    type may be the last thing the run was waiting for)."""
+    return (
+        Source.objects.filter(pk=source.pk, source_type="").update(source_type=source_type, type_decided_by=decided_by)
+        == 1
+    )
 
 
 def host_category_claim(host: str) -> tuple[HostCategory, bool]:
@@ -197,10 +249,14 @@ def host_category_answer(host: str, *, source_type: str, decided_by: str) -> lis
         HostCategory.objects.filter(host=host).update(source_type=source_type)
     else:
         HostCategory.objects.filter(host=host, source_type="").delete()  # let a later run ask again
-    waiting = Source.objects.filter(host=host, source_type="")
-    run_ids = list(waiting.values_list("verification_id", flat=True).distinct())
-    waiting.update(source_type=source_type, type_decided_by=decided_by)
-    return run_ids
+    Source.objects.filter(host=host, source_type="").update(source_type=source_type, type_decided_by=decided_by)
+    # Listed after the update, not before: a run whose source of this host was saved in
+    # between is typed by the update too, and must be told (it may have nothing else left).
+    return list(
+        Source.objects.filter(host=host, verification__status=Status.RUNNING)
+        .values_list("verification_id", flat=True)
+        .distinct()
+    )
 
 
 def host_category_get(host: str) -> str | None:
@@ -211,14 +267,19 @@ def host_category_save(*, host: str, source_type: str) -> None:
     HostCategory.objects.update_or_create(host=host, defaults={"source_type": source_type})
 
 
-def source_fetched(source: Source, *, page: Page, sentences: list[str]) -> None:
+def source_fetched(source: Source, *, page: PageSentences) -> None:
     Source.objects.filter(pk=source.pk).update(
-        status=Status.DONE, title=page.title or source.title, final_url=page.final_url, sentences=sentences
+        status=Status.DONE, title=page.title or source.title, final_url=page.final_url
     )
 
 
-def source_fail(source_id: int, *, reason: str) -> None:
-    Source.objects.filter(pk=source_id).exclude(status__in=FINISHED).update(status=Status.FAILED, error=reason)
+def source_fail(source_id: int, *, reason: str, was_read: bool = False) -> None:
+    """`was_read`: a page fetched earlier that cannot be read again (gone from the cache and
+    from the web) fails too."""
+    sources = Source.objects.filter(pk=source_id)
+    if not was_read:
+        sources = sources.exclude(status__in=FINISHED)
+    sources.update(status=Status.FAILED, error=reason)
 
 
 @transaction.atomic
@@ -277,6 +338,8 @@ def claim_finish(claim_id: int, *, note: str = "", failed: bool = False) -> bool
     when there was nothing to judge; `failed` when that was because every page failed)."""
     if Evidence.objects.filter(claim_id=claim_id, status=Status.PENDING).exists():
         return False
+    if SearchResult.objects.filter(claim_id=claim_id).exclude(status__in=FINISHED).exists():
+        return False  # a page is still being read (a resumed join may ask early)
     return _transition(
         Claim.objects.filter(pk=claim_id, status__in=[ClaimStatus.READING, ClaimStatus.JUDGING]),
         to=ClaimStatus.FAILED if failed else ClaimStatus.DONE,
@@ -339,8 +402,10 @@ def progress_record(verification_id, percent: int) -> None:
 
 @dataclass
 class RetryPlan:
-    """What `verification_retry` put back to work, for the tasks to enqueue."""
+    """What `verification_retry` put back to work (or `verification_resume_plan` found
+    stranded), for the tasks to enqueue."""
 
+    verification_id: object = None
     start: bool = False
     sentences: list[int] = field(default_factory=list)
     searches: list[int] = field(default_factory=list)
@@ -349,6 +414,9 @@ class RetryPlan:
     judging: dict[int, list[int]] = field(default_factory=dict)
     rereads: list[int] = field(default_factory=list)
     retypes: list[Source] = field(default_factory=list)
+    # Only when resuming: joins that may have missed their last arrival.
+    judged: list[int] = field(default_factory=list)
+    settled: list[int] = field(default_factory=list)
 
     @property
     def items(self) -> int:
@@ -361,6 +429,8 @@ class RetryPlan:
             + sum(map(len, self.judging.values()))
             + len(self.rereads)
             + len(self.retypes)
+            + len(self.judged)
+            + len(self.settled)
         )
 
 
@@ -400,42 +470,95 @@ def verification_retry(verification_id) -> RetryPlan:
     return plan
 
 
-def _retry_plan(verification_id) -> RetryPlan:
-    """Each failed or stranded item, and the step that will run it again."""
+def verification_resume_plan(verification_id) -> RetryPlan:
+    """The unfinished items of a running run that nothing may be working on any more (its
+    worker died, its message was lost), left in their states: every step starts again from
+    any unfinished state, and finished items are skipped, so enqueuing them twice is safe.
+    Failures stay failures (the person decides to retry them)."""
+    plan = _retry_plan(verification_id, failed=False)
+    claims = Claim.objects.filter(sentence__verification_id=verification_id)
+    plan.judged = list(
+        claims.filter(status=ClaimStatus.JUDGING)
+        .exclude(evidence__status=Status.PENDING)
+        .values_list("pk", flat=True)
+        .distinct()
+    )
+    plan.settled = list(
+        Sentence.objects.filter(verification_id=verification_id, status__in=UNFINISHED, claims__isnull=False)
+        .exclude(claims__status__in=[s for s in ClaimStatus if s not in (ClaimStatus.DONE, ClaimStatus.FAILED)])
+        .values_list("pk", flat=True)
+        .distinct()
+    )
+    plan.start = plan.start or Verification.objects.filter(pk=verification_id, status=Status.PENDING).exists()
+    return plan
+
+
+def _retry_plan(verification_id, *, failed: bool = True) -> RetryPlan:
+    """Each stranded item, and each failed one when `failed`, with the step that will run it
+    again."""
+    again = (Status.FAILED, *UNFINISHED) if failed else UNFINISHED
     sentences = Sentence.objects.filter(verification_id=verification_id)
     claims = Claim.objects.filter(sentence__verification_id=verification_id)
     sources = Source.objects.filter(verification_id=verification_id)
     evidence = Evidence.objects.filter(claim__sentence__verification_id=verification_id)
+    redone = Q(status__in=UNFINISHED, claims__isnull=True)
     redone_sentences = list(
-        sentences.filter(Q(status=Status.FAILED) | Q(status__in=UNFINISHED, claims__isnull=True))
-        .values_list("pk", flat=True)
-        .distinct()
+        sentences.filter(redone | Q(status=Status.FAILED) if failed else redone).values_list("pk", flat=True).distinct()
     )
-    fetches = list(sources.exclude(status=Status.DONE).values_list("pk", flat=True))
+    fetches = list(sources.filter(status__in=again).values_list("pk", flat=True))
     unread = SearchResult.objects.filter(source_id__in=fetches).exclude(status=Status.DONE)
     refetched_claims = set(unread.values_list("claim_id", flat=True))
+    finished_claims = [ClaimStatus.DONE] if failed else [ClaimStatus.DONE, ClaimStatus.FAILED]
     stalled_claims = (
-        claims.exclude(status=ClaimStatus.DONE)
+        claims.exclude(status__in=finished_claims)
         .exclude(sentence_id__in=redone_sentences)
         .exclude(pk__in=refetched_claims)
         .annotate(results=Count("search_results"))
     )
     judging: dict[int, list[int]] = {}
-    for evidence_id, claim_id in evidence.exclude(status=Status.DONE).values_list("pk", "claim_id"):
+    for evidence_id, claim_id in evidence.filter(status__in=again).values_list("pk", "claim_id"):
         if claim_id not in refetched_claims:  # those are judged with their new pages
             judging.setdefault(claim_id, []).append(evidence_id)
-    unsearched = {ClaimStatus.FAILED, ClaimStatus.PENDING, ClaimStatus.SEARCHING}
+    unsearched = {
+        ClaimStatus.PENDING,
+        ClaimStatus.SEARCHING,
+        ClaimStatus.READING,  # with no result: its search found nothing (see claim_begin_search)
+        *([ClaimStatus.FAILED] if failed else []),
+    }
+    untyped = Q(type_decided_by__startswith="fallback") | Q(source_type="") if failed else Q(source_type="")
     return RetryPlan(
+        verification_id=verification_id,
         start=not sentences.exists(),
         sentences=redone_sentences,
         searches=[c.pk for c in stalled_claims if not c.results and c.status in unsearched],
         fetches=fetches,
+        # Pages finished (a failed one too) whose results were not recorded as read.
         reads=list(
-            sources.filter(status=Status.DONE, search_results__status=Status.PENDING)
+            sources.filter(status__in=FINISHED, search_results__status=Status.PENDING)
+            .exclude(pk__in=fetches)
             .values_list("pk", flat=True)
             .distinct()
         ),
         judging=judging,
         rereads=[c.pk for c in stalled_claims if c.results and c.pk not in judging],
-        retypes=list(sources.filter(Q(type_decided_by__startswith="fallback") | Q(source_type=""))),
+        retypes=list(sources.filter(untyped)),
     )
+
+
+def verifications_delete_older_than(days: int) -> int:
+    """Deletes the runs that finished (or, with no finish time, were created) more than `days`
+    days ago, with all their rows, and returns how many. A run under way is kept whatever its
+    age, since its tasks still write to it. `days` <= 0 keeps every run (RUN_RETENTION_DAYS=0)."""
+    if days <= 0:
+        return 0
+    cutoff = timezone.now() - timedelta(days=days)
+    old = Verification.objects.filter(status__in=FINISHED).filter(
+        Q(finished_at__lt=cutoff) | Q(finished_at__isnull=True, created_at__lt=cutoff)
+    )
+    deleted = 0
+    # In batches: a run has hundreds of rows, and one long transaction would hold SQLite's write
+    # lock against the workers. The batch is filtered again, so a run retried meanwhile stays.
+    while batch := list(old.values_list("pk", flat=True)[:100]):
+        with transaction.atomic():
+            deleted += old.filter(pk__in=batch).delete()[1].get(Verification._meta.label, 0)
+    return deleted

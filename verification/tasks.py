@@ -3,20 +3,29 @@
 No task waits for another. Joins happen where the last arrival notices it is last (the
 conditional transitions in services.py). A step's readable failure (StepError) marks its item
 failed and the run goes on; an unexpected error does the same once Celery's retries are spent,
-so a run always ends."""
+so a run always ends.
+
+The database rows are the truth, not the queue: a worker killed mid-task, a Redis restart or a
+message that could not be sent leaves rows unfinished, and `sweep` (Celery beat, or a timer in
+the embedded worker) enqueues them again once their run has shown no sign of life for
+RUN_STALLED_AFTER seconds. Every step starts again from any unfinished state and skips
+finished items, so a task delivered twice does its work once."""
 
 import logging
 from dataclasses import replace
+from datetime import timedelta
 
 from celery.contrib.django.task import DjangoTask
+from django.conf import settings
 from django.db import OperationalError
+from kombu.exceptions import OperationalError as BrokerError
 
 from factsite.celery import app
-from verification import providers, services
+from verification import cpu, heartbeat, providers, services
 from verification.cache import cache_key, lookup, remember, store
 from verification.models import FINISHED, Claim, Evidence, SearchResult, Sentence, Source, Status, Verification
-from verification.pipeline import categorize, decompose, extract, judge, passages, search, segment
-from verification.pipeline.types import EvidenceToJudge, SegmentedSentence, StepError
+from verification.pipeline import categorize, decompose, judge, search, segment
+from verification.pipeline.types import EvidenceToJudge, PageSentences, SegmentedSentence, StepError
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +40,10 @@ class StepTask(DjangoTask):
     retry_jitter = True
     max_retries = 5
     give_up = None
+
+    def __call__(self, *args, **kwargs):
+        with heartbeat.task_scope():
+            return super().__call__(*args, **kwargs)
 
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
         logger.error("task %s%r failed: %s", self.name, args, exc, exc_info=exc)
@@ -48,10 +61,20 @@ def step(doing: str, give_up=None):
     return app.task(base=StepTask, doing=doing, give_up=staticmethod(give_up) if give_up else None)
 
 
+def send(task, *args) -> None:
+    """Enqueue after the current transaction commits. A broker that cannot take the message
+    (Redis restarting) loses nothing: the item's row stays unfinished and the sweeper sends
+    it again."""
+    try:
+        task.delay_on_commit(*args)
+    except BrokerError as error:
+        logger.warning("could not enqueue %s%r (%s); the sweeper will resume it", task.name, args, error)
+
+
 def enqueue_verification(verification: Verification) -> None:
     """Start a run once the row is committed (the worker must be able to read it)."""
-    _ensure_worker(keep=verification.pk)
-    verification_start.delay_on_commit(str(verification.pk))
+    _ensure_worker()
+    send(verification_start, str(verification.pk))
 
 
 def retry_failed(verification_id) -> int:
@@ -59,33 +82,74 @@ def retry_failed(verification_id) -> int:
     plan = services.verification_retry(verification_id)
     if not plan.items:
         return 0
-    _ensure_worker(keep=verification_id)
-    if plan.start:
-        verification_start.delay_on_commit(str(verification_id))
-    for sentence_id in plan.sentences:
-        sentence_decompose.delay_on_commit(sentence_id)
-    for claim_id in plan.searches:
-        claim_search.delay_on_commit(claim_id)
-    for source_id in [*plan.fetches, *plan.reads]:
-        source_fetch.delay_on_commit(source_id)
-    for claim_id, evidence_ids in plan.judging.items():
-        for batch in judge.batches(evidence_ids):
-            evidence_judge.delay_on_commit(claim_id, batch)
-    for claim_id in plan.rereads:
-        _maybe_judge(claim_id)
-    for source in plan.retypes:
-        _categorize(source)
+    _ensure_worker()
+    _enqueue(plan)
     # Source types known at once (rules, another run's answer) end nothing by themselves.
     services.verification_finish(verification_id)
     return plan.items
 
 
-def _ensure_worker(*, keep) -> None:
+@app.task(ignore_result=True)
+def sweep() -> int:
+    """Resume every run that stalled (see the module's docstring); returns how many. Runs
+    that stayed silent for RUN_TIMEOUT in spite of that are failed with the reason."""
+    silent_for = timedelta(seconds=settings.RUN_STALLED_AFTER)
+    resumed = 0
+    for verification_id in services.verifications_stalled(silent_for=silent_for):
+        verification = services.verification_expire_if_stale(
+            Verification.objects.get(pk=verification_id), timeout_s=settings.RUN_TIMEOUT
+        )
+        if verification.status in FINISHED or not services.verification_claim_sweep(
+            verification_id, silent_for=silent_for
+        ):
+            continue
+        logger.warning("resuming %s: no sign of life for %s s", verification, settings.RUN_STALLED_AFTER)
+        resume(verification_id)
+        resumed += 1
+    return resumed
+
+
+@app.task(ignore_result=True)
+def delete_old_runs() -> int:
+    """Runs older than RUN_RETENTION_DAYS go, with all their rows (Celery beat, daily)."""
+    return services.verifications_delete_older_than(settings.RUN_RETENTION_DAYS)
+
+
+def resume(verification_id) -> None:
+    """Enqueue a running run's unfinished items again and redo the joins that may have missed
+    their last arrival; finishes the run if nothing is left."""
+    plan = services.verification_resume_plan(verification_id)
+    _enqueue(plan, ask_types_again=True)
+    for claim_id in plan.judged:
+        _after_judging(claim_id)
+    for sentence in Sentence.objects.filter(pk__in=plan.settled):
+        if services.sentence_finish(sentence.pk):
+            _after_sentence(sentence)
+    services.verification_finish(verification_id)
+
+
+def _enqueue(plan: services.RetryPlan, *, ask_types_again: bool = False) -> None:
+    if plan.start:
+        send(verification_start, str(plan.verification_id))
+    for sentence_id in plan.sentences:
+        send(sentence_decompose, sentence_id)
+    for claim_id in plan.searches:
+        send(claim_search, claim_id)
+    for source_id in [*plan.fetches, *plan.reads]:
+        send(source_fetch, source_id)
+    for claim_id, evidence_ids in plan.judging.items():
+        for batch in judge.batches(evidence_ids):
+            send(evidence_judge, claim_id, batch)
+    for claim_id in plan.rereads:
+        _maybe_judge(claim_id)
+    for source in plan.retypes:
+        _categorize(source, ask_again=ask_types_again)
+
+
+def _ensure_worker() -> None:
     from factsite.celery import ensure_embedded_worker
 
-    if ensure_embedded_worker():
-        # The in-memory queue died with the previous process: its unfinished runs cannot end.
-        services.verifications_interrupt(reason="interrupted: the server restarted before this run ended", keep=keep)
+    ensure_embedded_worker()
 
 
 # --- fail-and-continue handlers, also used by StepTask.give_up
@@ -147,18 +211,21 @@ def _after_hosts_typed(verification_ids) -> None:
 @step("splitting the text into sentences", give_up=_fail_run)
 def verification_start(verification_id: str) -> None:
     verification = Verification.objects.get(pk=verification_id)
+    heartbeat.hold(verification_id)
     if verification.status != Status.RUNNING and not services.verification_begin(verification):
         return
     sentences = services.sentences_save(verification=verification, segments=segment.segment(verification.text))
     if not sentences:
         services.verification_fail(verification_id, reason="the text has no sentences to check")
     for sentence in sentences:
-        sentence_decompose.delay_on_commit(sentence.pk)
+        if sentence.status not in FINISHED:
+            send(sentence_decompose, sentence.pk)
 
 
 @step("finding the claims of a sentence", give_up=_fail_sentence)
 def sentence_decompose(sentence_id: int) -> None:
     sentence = Sentence.objects.select_related("verification").get(pk=sentence_id)
+    heartbeat.hold(sentence.verification_id)
     if not services.sentence_begin(sentence):
         return
     llm = providers.llm_client(sentence.verification.settings["model"])
@@ -170,16 +237,21 @@ def sentence_decompose(sentence_id: int) -> None:
         return _fail_sentence(sentence_id, reason=f"finding claims failed: {error}")
     finally:
         services.usage_add(sentence.verification_id, usage=llm.usage)
-    claims = services.claims_save(sentence=sentence, drafts=drafts)
+    budget = settings.MAX_CLAIMS_PER_RUN
+    claims = services.claims_save(sentence=sentence, drafts=drafts, budget=budget)
+    if claims is None:
+        reason = f"skipped: this run's budget of {budget} claims (MAX_CLAIMS_PER_RUN) was spent"
+        return _fail_sentence(sentence_id, reason=reason)
     if not claims and services.sentence_finish(sentence_id, note="no checkable claim in this sentence"):
         _after_sentence(sentence)
     for claim in claims:
-        claim_search.delay_on_commit(claim.pk)
+        send(claim_search, claim.pk)
 
 
 @step("searching the web for a claim", give_up=_fail_claim)
 def claim_search(claim_id: int) -> None:
     claim = Claim.objects.select_related("sentence__verification").get(pk=claim_id)
+    heartbeat.hold(claim.sentence.verification_id)
     if not services.claim_begin_search(claim):
         return
     verification = claim.sentence.verification
@@ -201,7 +273,7 @@ def claim_search(claim_id: int) -> None:
             _after_claim(claim)
         return
     for source in new_sources:  # downloads first: they are on the critical path, types are not
-        source_fetch.delay_on_commit(source.pk)
+        send(source_fetch, source.pk)
     for source in new_sources:
         _categorize(source)
     # Pages another claim of this run already fetched: choose passages here, no second
@@ -217,20 +289,21 @@ def claim_search(claim_id: int) -> None:
 @step("fetching a page", give_up=_fail_source)
 def source_fetch(source_id: int) -> None:
     source = Source.objects.get(pk=source_id)
+    heartbeat.hold(source.verification_id)
+    page = None
     if source.status not in FINISHED:  # a redelivered fetch of a finished page only reads results
         try:
-            page = remember(
-                cache_key("page", source.url), lambda: extract.fetch_page(providers.page_fetcher(), source.url)
-            )
-            services.source_fetched(source, page=page, sentences=passages.page_sentences(page.text))
+            page = _page_sentences(source.url)
+            services.source_fetched(source, page=page)
         except StepError as error:
             services.source_fail(source_id, reason=str(error))
-    _read_waiting(source_id)
+    _read_waiting(source_id, page)
 
 
 @step("deciding a source's type", give_up=_fail_categorize)
 def host_categorize(host: str, verification_id: str) -> None:
     """Asked by the first run that met the host; its usage counts there."""
+    heartbeat.hold(verification_id)
     llm = providers.llm_client(Verification.objects.get(pk=verification_id).settings["model"])
     title = Source.objects.filter(verification_id=verification_id, host=host).values_list("title", flat=True).first()
     try:
@@ -245,6 +318,7 @@ def host_categorize(host: str, verification_id: str) -> None:
 @step("judging evidence", give_up=_fail_judging)
 def evidence_judge(claim_id: int, evidence_ids: list[int]) -> None:
     claim = Claim.objects.select_related("sentence__verification").get(pk=claim_id)
+    heartbeat.hold(claim.sentence.verification_id)
     items = list(
         Evidence.objects.filter(pk__in=evidence_ids, status=Status.PENDING).select_related("source").order_by("pk")
     )
@@ -292,53 +366,74 @@ def _segmented(sentence: Sentence) -> SegmentedSentence:
     )
 
 
-def _categorize(source: Source) -> None:
+def _categorize(source: Source, *, ask_again: bool = False) -> None:
     """Rule table or the per-host answer now; else the LLM, once per host (whoever claims the
     question asks; the others' sources are typed by its answer), in its own task off the
-    critical path."""
+    critical path. `ask_again`: the sweeper asks even if a question is in flight (its asker
+    may have died with it)."""
     rule = categorize.categorize_by_rules(source.host)
     if rule:
-        services.source_type_set(source, source_type=rule.value, decided_by="rules")
+        _type_source(source, rule.value, "rules")
         return
     category, asking = services.host_category_claim(source.host)
     if category.source_type:
-        services.source_type_set(source, source_type=category.source_type, decided_by="cache")
-    elif asking:
-        host_categorize.delay_on_commit(source.host, str(source.verification_id))
+        _type_source(source, category.source_type, "cache")
+    elif asking or ask_again:
+        send(host_categorize, source.host, str(source.verification_id))
 
 
-def _read_waiting(source_id: int) -> None:
+def _type_source(source: Source, source_type: str, decided_by: str) -> None:
+    # The type can be the last thing the run waits for: its pages may all be read and judged
+    # already (the fetch was enqueued before this), so the join is tried here too.
+    if services.source_type_set(source, source_type=source_type, decided_by=decided_by):
+        services.verification_finish(source.verification_id)
+
+
+def _page_sentences(url: str) -> PageSentences:
+    """The page, split for passage selection: from the shared cache, else downloaded (here)
+    and parsed (in the CPU pool)."""
+    return remember(
+        cache_key("page-sentences", url), lambda: cpu.run(cpu.read_page, providers.page_fetcher().fetch(url))
+    )
+
+
+def _read_waiting(source_id: int, page: PageSentences | None = None) -> None:
     source = Source.objects.select_related("verification").get(pk=source_id)
-    _read_results(source, list(SearchResult.objects.filter(source=source, status=Status.PENDING)))
+    _read_results(source, list(SearchResult.objects.filter(source=source, status=Status.PENDING)), page)
 
 
-def _read_results(source: Source, results: list[SearchResult]) -> None:
+def _read_results(source: Source, results: list[SearchResult], page: PageSentences | None = None) -> None:
     """Choose each result's passages from its (fetched or failed) page, record them in one
     write, and send every claim whose pages are now all read to the judge."""
     if source.status not in FINISHED or not results:
         return
-    run_settings = source.verification.settings
-    claims = Claim.objects.in_bulk([r.claim_id for r in results])
-    reads = [
-        (r, None if source.status == Status.FAILED else _choose(claims[r.claim_id].text, source, run_settings))
-        for r in results
-    ]
+    if source.status == Status.DONE and page is None:
+        try:
+            page = _page_sentences(source.url)
+        except StepError as error:  # no longer in the cache, and the page is gone now
+            services.source_fail(source.pk, reason=str(error), was_read=True)
+            source.status = Status.FAILED
+    if source.status == Status.FAILED:
+        reads = [(result, None) for result in results]
+    else:
+        reads = list(zip(results, _choose(results, page, source.verification.settings), strict=True))
     for claim_id in services.results_read(reads):
         _maybe_judge(claim_id)
 
 
-def _choose(claim: str, source: Source, run_settings: dict) -> list:
-    """The page's evidence for the claim: its best passages as one excerpt (one page, one
-    item), or nothing when no sentence matched."""
-    chosen = passages.select_passages(
-        claim,
-        source.sentences,
+def _choose(results: list[SearchResult], page: PageSentences, run_settings: dict) -> list[list]:
+    """Each result's evidence from its page: the best passages as one excerpt (one page, one
+    item), or nothing when no sentence matched the claim."""
+    claims = Claim.objects.in_bulk([r.claim_id for r in results])
+    excerpts = cpu.run(
+        cpu.choose_excerpts,
+        [claims[r.claim_id].text for r in results],
+        page.sentences,
         top_k=run_settings["top_k_passages"],
         context=run_settings["context_size"],
-        embedder=providers.embedder() if run_settings["retrieval_mode"] == "dense" else None,
+        embedding_model=settings.EMBEDDING_MODEL if run_settings["retrieval_mode"] == "dense" else None,
     )
-    excerpt = passages.page_excerpt(chosen)
-    return [excerpt] if excerpt else []
+    return [[excerpt] if excerpt else [] for excerpt in excerpts]
 
 
 def _maybe_judge(claim_id: int) -> None:
@@ -353,7 +448,7 @@ def _maybe_judge(claim_id: int) -> None:
         _finish_without_evidence(claim_id)
         return
     for batch in judge.batches(evidence_ids):
-        evidence_judge.delay_on_commit(claim_id, batch)
+        send(evidence_judge, claim_id, batch)
 
 
 def _finish_without_evidence(claim_id: int) -> None:

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from verification import providers, selectors, services, tasks
+from verification import limits, providers, selectors, services, tasks
 from verification.forms import DEFAULT_SETTINGS, VerificationForm
 from verification.models import Verification
 from verification.viewstate import ViewState
@@ -29,8 +29,15 @@ def home(request: HttpRequest) -> HttpResponse:
     if providers.configuration_problems(run_settings["model"]):
         # The page names the variables to set; the pasted text stays in the form.
         return _home(request, form, edited_from, status=503)
+    client = limits.request_client(request)
+    limited = limits.rate_limited(client)
+    if limited:
+        # Said above the form, the pasted text kept, as for any other refusal.
+        response = _home(request, form, edited_from, status=429, limit_error=limited.message())
+        response["Retry-After"] = str(limited.retry_after)
+        return response
     verification = services.verification_create(
-        text=form.cleaned_data["text"], settings=run_settings, edited_from=edited_from
+        text=form.cleaned_data["text"], settings=run_settings, edited_from=edited_from, client=client
     )
     tasks.enqueue_verification(verification)
     return redirect("verification:result", verification_id=verification.pk)
@@ -51,10 +58,11 @@ def _initial_form(edited_from: Verification | None) -> VerificationForm:
     return VerificationForm(initial={"text": edited_from.text, **DEFAULT_SETTINGS, **edited_from.settings})
 
 
-def _home(request, form, edited_from, status=200) -> HttpResponse:
+def _home(request, form, edited_from, status=200, limit_error="") -> HttpResponse:
     context = {
         "form": form,
         "edited_from": edited_from,
+        "limit_error": limit_error,
         "problems": providers.configuration_problems(form["model"].value() or None),
         "max_chars": settings.MAX_TEXT_CHARS,
     }
@@ -63,7 +71,12 @@ def _home(request, form, edited_from, status=200) -> HttpResponse:
 
 @require_GET
 def about(request: HttpRequest) -> HttpResponse:
-    context = {"defaults": DEFAULT_SETTINGS, "max_chars": settings.MAX_TEXT_CHARS}
+    context = {
+        "defaults": DEFAULT_SETTINGS,
+        "max_chars": settings.MAX_TEXT_CHARS,
+        "max_claims": settings.MAX_CLAIMS_PER_RUN,
+        "runs_per_hour": settings.RUNS_PER_HOUR,
+    }
     return render(request, "verification/about.html", context)
 
 

@@ -3,6 +3,8 @@ search and sites on 127.0.0.1 (tests/fakes.py), driven through headless Chromium
 
 import os
 import re
+import time
+import uuid
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -93,6 +95,16 @@ def query_values(url: str, name: str) -> list[str]:
 
 def unticked(page, name: str) -> list[str]:
     return page.eval_on_selector_all(f"input[type=checkbox][name={name}]:not(:checked)", "els => els.map(e => e.value)")
+
+
+def wait_until(page, expression: str, *, timeout_s: float) -> None:
+    """Polls a JavaScript expression. Not page.wait_for_function: it evaluates its predicate with
+    eval(), which the Content-Security-Policy forbids; page.evaluate goes through the DevTools
+    protocol, outside the page's policy."""
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, f"still false after {timeout_s} s: {expression}"
+        page.wait_for_timeout(50)
 
 
 def screenshot(page, name: str) -> None:
@@ -399,7 +411,7 @@ def test_an_opened_rationale_stays_open_while_the_run_goes_on(page, world, celer
         """() => { window.__swaps = 0;
         document.body.addEventListener('htmx:afterSettle', () => { window.__swaps += 1; }); }"""
     )
-    page.wait_for_function("window.__swaps >= 2", timeout=10_000)
+    wait_until(page, "window.__swaps >= 2", timeout_s=10)
     assert page.get_attribute("#result-body", "data-status") != "done", "the run ended before two polls"
     assert details.evaluate("d => d.open"), "a poll closed the rationale"
 
@@ -453,3 +465,34 @@ def test_the_score_rule_switch_changes_the_numbers_and_survives_a_reload(page, w
     page.wait_for_url(lambda url: "score_rule=decisive" not in url)
     assert query_values(page.url, "score_rule") == []  # the default rule keeps the link short
     assert_page_shows(page, by_all)
+
+
+def test_no_page_breaks_the_content_security_policy(page, world, celery_worker):
+    messages = []
+    page.on("console", lambda message: messages.append(message.text))
+
+    response = page.goto("/")
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "style-src 'self'" in policy and "unsafe-inline" not in policy
+    submit(page, SAMPLE)
+    wait_until_done(page)
+    page.click("#sentence-0")
+    expect(page.locator("#evidence-heading")).to_have_text("Sentence 1")
+    page.uncheck(".type-row input[name=source_type] >> nth=0")
+    page.wait_for_url(re.compile(r"exclude_types="))
+    expect(page.locator(".type-row.excluded")).to_have_count(1)
+    # The source-type bars are <meter>s whose value is the share shown beside them.
+    for row in page.locator(".type-row:not(.excluded)").all():
+        shown = row.locator(".type-percent").inner_text().rstrip("%")
+        assert round(float(row.locator("meter.bar").get_attribute("value"))) == int(shown)
+    for path in ("/about", f"/v/{uuid.uuid4()}", "/api/docs"):
+        page.goto(path)
+    expect(page.locator("#swagger-ui .opblock").first).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    assert [m for m in messages if "Content Security Policy" in m] == []
+
+    # The listener does hear a violation: an inline style set by a script is refused and reported.
+    page.goto("/")
+    with page.expect_console_message(lambda message: "Content Security Policy" in message.text):
+        page.evaluate("document.body.setAttribute('style', 'outline: 1px solid red')")
+    assert any("Content Security Policy" in m and "style-src" in m for m in messages)

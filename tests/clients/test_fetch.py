@@ -77,6 +77,26 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.fixture
+def listener():
+    """A port on 127.0.0.1 that is open but never accepts: the kernel queues any connection
+    made to it, so `connected(listener)` tells whether the fetcher connected at all."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    sock.setblocking(False)
+    yield sock
+    sock.close()
+
+
+def connected(sock: socket.socket) -> bool:
+    try:
+        sock.accept()[0].close()
+    except BlockingIOError:
+        return False
+    return True
+
+
 # --- which addresses count as public
 
 
@@ -129,6 +149,71 @@ def test_it_refuses_a_private_address_without_sending_a_request(sites, host):
     assert site.hits == {}
 
 
+def test_an_open_and_a_closed_private_port_are_refused_alike(listener):
+    open_port = listener.getsockname()[1]
+    reasons = []
+
+    for port in (open_port, closed_port()):
+        with pytest.raises(StepError) as error:
+            fetcher(allow_private=False).fetch(f"http://127.0.0.1:{port}/")
+        reasons.append(str(error.value))
+
+    assert reasons == ["refused to fetch 127.0.0.1: it resolves to a non-public address (127.0.0.1)"] * 2
+    assert not connected(listener)
+
+
+def test_it_refuses_a_name_that_resolves_to_a_private_address_without_connecting(listener):
+    with pytest.raises(StepError) as error:
+        fetcher(allow_private=False).fetch(f"http://localhost:{listener.getsockname()[1]}/")
+
+    assert str(error.value).startswith("refused to fetch localhost: it resolves to a non-public address")
+    assert not connected(listener)
+
+
+def test_it_refuses_a_name_when_any_of_its_addresses_is_private(monkeypatch):
+    def resolve(host, port, *args):
+        assert host == "mixed.example"
+        return [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", port)),
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.7", port)),
+        ]
+
+    def connect(*args, **kwargs):
+        raise AssertionError(f"connected to {args[0]}")
+
+    monkeypatch.setattr(fetch.socket, "getaddrinfo", resolve)
+    monkeypatch.setattr(fetch, "create_connection", connect)
+
+    with pytest.raises(StepError) as error:
+        fetcher(allow_private=False).fetch("http://mixed.example/")
+
+    assert str(error.value) == "refused to fetch mixed.example: it resolves to a non-public address (10.0.0.7)"
+
+
+def test_it_connects_to_the_address_it_checked_without_asking_dns_again(sites, monkeypatch):
+    # A rebinding name answers a public address to the check and a private one after it. Here
+    # 127.0.0.1 plays the public address (tests reach nothing else) and 10.0.0.7 the private one.
+    site = sites({"/eiffel": ARTICLE})
+    real_getaddrinfo = socket.getaddrinfo
+    lookups = []
+
+    def rebinding(host, port, *args):
+        if host != "rebind.example":
+            return real_getaddrinfo(host, port, *args)
+        lookups.append(host)
+        address = "127.0.0.1" if len(lookups) == 1 else "10.0.0.7"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+
+    monkeypatch.setattr(fetch.socket, "getaddrinfo", rebinding)
+    monkeypatch.setattr(fetch, "is_public_address", lambda address: address == "127.0.0.1")
+
+    document = fetcher(allow_private=False).fetch(f"http://rebind.example:{site.httpd.server_address[1]}/eiffel")
+
+    assert b"Eiffel Tower" in document.body
+    assert lookups == ["rebind.example"]
+    assert site.hits == {"/eiffel": 1}
+
+
 def test_it_fetches_a_private_address_when_allowed(sites):
     site = sites({"/eiffel": ARTICLE})
 
@@ -141,28 +226,29 @@ def test_it_fetches_a_private_address_when_allowed(sites):
     assert site.hits == {"/eiffel": 1}
 
 
-def test_it_refuses_a_redirect_to_a_private_address(sites, monkeypatch):
-    # No public server can take part in a test, so the first peer (the page that redirects)
-    # is declared public and every later one keeps its real, private, verdict. What this
-    # proves is that the check runs again on the connection of the redirect hop, not once
-    # on the URL asked for.
-    peers = []
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_it_refuses_a_redirect_to_a_private_address(sites, monkeypatch, host):
+    # No public server can take part in a test, so the first address checked (the page that
+    # redirects) is declared public and every later one keeps its real, private, verdict. What
+    # this proves is that the check runs again for the redirect hop, not once on the URL asked for.
+    checked = []
 
-    def only_the_first_peer_is_public(address: str) -> bool:
-        peers.append(address)
-        return len(peers) == 1
+    def only_the_first_address_is_public(address: str) -> bool:
+        checked.append(address)
+        return len(checked) == 1
 
-    monkeypatch.setattr(fetch, "is_public_address", only_the_first_peer_is_public)
+    monkeypatch.setattr(fetch, "is_public_address", only_the_first_address_is_public)
     internal = sites({"/secret": FakePage("Internal", "Credentials.")})
-    entry = sites({"/go": FakePage("", "", redirect_to=internal.url + "/secret")})
+    target = f"http://{host}:{internal.httpd.server_address[1]}/secret"
+    entry = sites({"/go": FakePage("", "", redirect_to=target)})
 
     with pytest.raises(StepError) as error:
         fetcher(allow_private=False).fetch(entry.url + "/go")
 
-    assert "non-public address (127.0.0.1)" in str(error.value)
+    assert str(error.value) == f"refused to fetch {host}: it resolves to a non-public address (127.0.0.1)"
     assert entry.hits == {"/go": 1}
     assert internal.hits == {}
-    assert peers == ["127.0.0.1", "127.0.0.1"]
+    assert checked == ["127.0.0.1", "127.0.0.1"]
 
 
 def test_it_follows_a_redirect_and_reports_where_it_ended(sites):

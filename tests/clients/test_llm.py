@@ -273,6 +273,32 @@ def test_it_retries_a_rate_limit_then_succeeds(scripted):
     assert client.usage.calls == 1
 
 
+def test_retries_stop_at_the_time_budget_not_only_the_count(scripted):
+    # A server asking to come back in 30 s, ten retries allowed, a 1 s budget: it gives up
+    # now instead of holding the run for minutes.
+    server = scripted(Reply(status=503, headers={"retry-after": "30"}))
+    client = LLMClient(
+        model="test-model", base_url=server.url + "/v1", api_key="k", timeout=2.0, max_retries=10, retry_budget=1.0
+    )
+    began = time.monotonic()
+
+    with pytest.raises(StepError, match="HTTP 503"):
+        ask(client)
+
+    assert time.monotonic() - began < 3
+    assert len(server.requests) == 1
+
+
+def test_retries_go_on_within_the_budget(scripted):
+    server = scripted(*[Reply(status=500, headers=FAST_RETRY)] * 4, Reply())
+    client = LLMClient(
+        model="test-model", base_url=server.url + "/v1", api_key="k", timeout=2.0, max_retries=5, retry_budget=10.0
+    )
+
+    assert ask(client) == "wiki"
+    assert len(server.requests) == 5
+
+
 def test_it_reports_a_refused_api_key_without_retrying(scripted):
     server = scripted(Reply(status=401, headers=FAST_RETRY))
 

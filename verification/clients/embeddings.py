@@ -47,6 +47,23 @@ class SentenceEmbedder:
         return np.vstack([known[t] for t in texts])
 
 
+_loaded: dict[str, SentenceEmbedder] = {}
+_load_lock = threading.Lock()
+
+
+def shared_embedder(name: str) -> SentenceEmbedder:
+    """The process's one copy of a model. Loaded under a lock: parallel first calls (a cold
+    worker's first dense run) wait for one load instead of each loading it (functools'
+    lru_cache lets them all in)."""
+    loaded = _loaded.get(name)
+    if loaded is None:
+        with _load_lock:
+            loaded = _loaded.get(name)
+            if loaded is None:
+                loaded = _loaded[name] = load_embedder(name)
+    return loaded
+
+
 def load_embedder(name: str) -> SentenceEmbedder:
     from sentence_transformers import SentenceTransformer  # ~7 s import: only when dense is used
 

@@ -1,6 +1,8 @@
 """Fetching web pages for evidence, safely: server-side requests must not reach the server's
-own network (SSRF). The check runs on the socket actually connected, so it holds for every
-redirect hop and for DNS answers that change between lookup and connect."""
+own network (SSRF). Every connection, redirect hops included, resolves its host once, refuses
+it if any address is not public, and only then connects, to an address it checked: nothing is
+sent to a private address (so its open and closed ports look the same: no port scan), and a
+DNS answer that changes between check and connect (rebinding) is never asked for."""
 
 import ipaddress
 import socket
@@ -10,7 +12,8 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import NewConnectionError, ReadTimeoutError
+from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError, ReadTimeoutError
+from urllib3.util.connection import allowed_gai_family, create_connection
 
 from verification.pipeline.types import FetchedDocument, StepError
 
@@ -47,15 +50,36 @@ def _addresses_within(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> list
 
 
 class _PublicOnlyMixin:
+    """Replaces urllib3's resolve-and-connect with resolve, check every address, connect."""
+
     def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()  # type: ignore[misc]
-        peer = sock.getpeername()[0]
-        if not is_public_address(peer):
-            sock.close()
-            raise PrivateAddressError(
-                self, f"refused to fetch {self.host}: it resolves to a non-public address ({peer})"
-            )
-        return sock
+        try:
+            found = socket.getaddrinfo(self._dns_host, self.port, allowed_gai_family(), socket.SOCK_STREAM)
+        except socket.gaierror as error:
+            raise NameResolutionError(self.host, self, error) from error
+        addresses = list(dict.fromkeys(sockaddr[0] for *_, sockaddr in found))
+        # One private answer refuses the name, rather than narrowing it to its public answers:
+        # a public site has no reason to point into anyone's own network.
+        for address in addresses:
+            if not is_public_address(address):
+                raise PrivateAddressError(
+                    self, f"refused to fetch {self.host}: it resolves to a non-public address ({address})"
+                )
+        error = OSError(f"{self.host} resolves to no address")
+        for address in addresses:
+            try:
+                # A literal address: create_connection resolves nothing more.
+                return create_connection(
+                    (address, self.port),
+                    self.timeout,
+                    source_address=self.source_address,
+                    socket_options=self.socket_options,
+                )
+            except OSError as failure:
+                error = failure
+        if isinstance(error, TimeoutError):
+            raise ConnectTimeoutError(self, f"Connection to {self.host} timed out") from error
+        raise NewConnectionError(self, f"Failed to establish a new connection: {error}") from error
 
 
 class _PublicHTTPConnection(_PublicOnlyMixin, HTTPConnection):

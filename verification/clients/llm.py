@@ -1,10 +1,14 @@
 """The language model, through the `openai` client, so any OpenAI-compatible server works
 (OpenAI, vLLM, Ollama, llama.cpp). Transient failures (429, 5xx, timeouts) are retried with
-backoff by the openai client itself; a malformed answer is asked for once more."""
+jittered backoff (or the server's Retry-After) within a time budget per call, not only a count:
+a server that keeps failing must not hold a run for minutes. A malformed answer is asked for
+once more."""
 
+import email.utils
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -12,6 +16,7 @@ from typing import Any, TypeVar
 
 import openai
 from openai.types.chat import ChatCompletion
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_before_delay, wait_random_exponential
 
 from verification.pipeline.types import LLMUsage, MalformedAnswer, StepError
 
@@ -40,19 +45,58 @@ def parse_model_list(spec: str, default_base_url: str) -> list[ModelChoice]:
 
 
 @lru_cache(maxsize=16)
-def _openai_client(base_url: str, api_key: str, timeout: float, max_retries: int) -> openai.OpenAI:
+def _openai_client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
     # One client per server and process: its HTTP connection pool is reused by every task.
-    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+    # Its own retries are off: ours below also stop at a time budget.
+    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+
+
+def _retryable(error: BaseException) -> bool:
+    """What openai's own client retries: connection errors, timeouts, 408, 409, 429, 5xx."""
+    if isinstance(error, openai.APIConnectionError):
+        return True
+    return isinstance(error, openai.APIStatusError) and (
+        error.status_code in (408, 409, 429) or error.status_code >= 500
+    )
+
+
+def _backoff(retry_state) -> float:
+    """The server's Retry-After when it gives one, else 0.5 s doubling to 4 s, jittered."""
+    hinted = _retry_after(retry_state.outcome.exception())
+    return hinted if hinted is not None else _JITTERED(retry_state)
+
+
+_JITTERED = wait_random_exponential(multiplier=0.5, max=4)
+
+
+def _retry_after(error: BaseException) -> float | None:
+    headers = getattr(getattr(error, "response", None), "headers", None) or {}
+    try:
+        if "retry-after-ms" in headers:
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        if "retry-after" in headers:
+            value = headers["retry-after"]
+            if value.strip().isdigit():
+                return float(value)
+            return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+    return None
 
 
 class LLMClient:
     """Implements the pipeline's `JsonLLM` for one model, counting calls and tokens."""
 
-    def __init__(self, *, model: str, base_url: str, api_key: str, timeout: float, max_retries: int) -> None:
+    def __init__(
+        self, *, model: str, base_url: str, api_key: str, timeout: float, max_retries: int, retry_budget: float = 20.0
+    ) -> None:
         self.model = model
         self.base_url = base_url
         # Local servers (Ollama, llama.cpp) take any key; openai refuses an empty one.
-        self._client = _openai_client(base_url, api_key or "unused", timeout, max_retries)
+        self._client = _openai_client(base_url, api_key or "unused", timeout)
+        self.max_retries = max_retries
+        # No retry starts later than this many seconds after the first attempt did.
+        self.retry_budget = retry_budget
         self.usage = LLMUsage()
 
     def complete(self, *, system: str, user: str, schema_name: str, schema: dict, parse: Callable[[Any], T]) -> T:
@@ -90,7 +134,7 @@ class LLMClient:
         else:
             user = f"{user}\n\nAnswer with one JSON object only, matching this JSON schema:\n{json.dumps(schema)}"
         try:
-            response = self._client.chat.completions.create(
+            response = self._create(
                 model=self.model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 temperature=0,
@@ -112,6 +156,15 @@ class LLMClient:
         if not response.choices or response.choices[0].message.content is None:
             return ""
         return response.choices[0].message.content
+
+    def _create(self, **request) -> Any:
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_retries + 1) | stop_before_delay(self.retry_budget),
+            wait=_backoff,
+            retry=retry_if_exception(_retryable),
+            reraise=True,
+        )
+        return retrying(self._client.chat.completions.create, **request)
 
 
 def describe_api_error(error: openai.APIError, model: str, base_url: str) -> str:

@@ -16,7 +16,12 @@ _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]
 
 
 def fetch_page(fetcher: Fetcher, url: str) -> Page:
-    document = fetcher.fetch(url)
+    return read_document(fetcher.fetch(url))
+
+
+def read_document(document: FetchedDocument) -> Page:
+    """The CPU half of `fetch_page` (decoding and parsing), apart so that it can run in
+    another process than the download."""
     text = decode(document.body, document.charset)
     if document.content_type == "text/plain":
         return _page(document, title="", text=text)

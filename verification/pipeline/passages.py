@@ -15,7 +15,7 @@ from nltk.tokenize import wordpunct_tokenize
 from rank_bm25 import BM25Okapi
 
 from .segment import split_sentences
-from .types import Embedder, Passage
+from .types import Embedder, Page, PageSentences, Passage
 
 DENSE_SHORTLIST = 30
 DENSE_WEIGHT = 0.5
@@ -50,6 +50,12 @@ def page_sentences(text: str) -> list[str]:
     return sentences[:MAX_PAGE_SENTENCES]
 
 
+def split_page(page: Page) -> PageSentences:
+    return PageSentences(
+        url=page.url, final_url=page.final_url, title=page.title, sentences=tuple(page_sentences(page.text))
+    )
+
+
 def tokenize(text: str) -> list[str]:
     return [token for token in wordpunct_tokenize(text.lower()) if _WORD.search(token) and token not in STOPWORDS]
 
@@ -73,10 +79,31 @@ def select_passages(
     return sorted(passages, key=lambda passage: -passage.score)
 
 
+class Corpus(Sequence[str]):
+    """A page's sentences with their BM25 index, built once for every claim ranked against the
+    page (tokenising a long page costs more than ranking it)."""
+
+    def __init__(self, sentences: Sequence[str]) -> None:
+        self.sentences = list(sentences)
+        self._bm25: _BM25 | None = None
+
+    def __getitem__(self, index):
+        return self.sentences[index]
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    @property
+    def bm25(self) -> _BM25:
+        if self._bm25 is None:
+            self._bm25 = _BM25([tokenize(s) or ["\0"] for s in self.sentences])
+        return self._bm25
+
+
 def rank_sentences(claim: str, sentences: Sequence[str], embedder: Embedder | None) -> np.ndarray:
     query = tokenize(claim)
-    corpus = [tokenize(s) or ["\0"] for s in sentences]
-    sparse = np.asarray(_BM25(corpus).get_scores(query), dtype=float) if query else np.zeros(len(sentences))
+    corpus = sentences if isinstance(sentences, Corpus) else Corpus(sentences)
+    sparse = np.asarray(corpus.bm25.get_scores(query), dtype=float) if query else np.zeros(len(sentences))
     sparse = np.clip(sparse, 0, None)
     if embedder is None:
         return sparse

@@ -72,6 +72,16 @@ class Page:
 
 
 @dataclass(frozen=True)
+class PageSentences:
+    """A page ready for passage selection: what a run keeps (in the shared cache, not per run)."""
+
+    url: str
+    final_url: str
+    title: str
+    sentences: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Passage:
     text: str
     # Character spans inside `text` of the sentences that matched the claim best: the UI

@@ -1,6 +1,7 @@
 """`python manage.py verify --file PATH [--json OUT]`: one whole verification from the terminal,
 through the same path as the web app (Celery workers on Redis when REDIS_URL is set, the
-embedded worker otherwise)."""
+embedded worker otherwise). It exits with 2 when a limit refuses the run (MAX_CLAIMS_PER_RUN,
+RUNS_PER_HOUR: the command line counts as one client), 1 on any other error."""
 
 import json
 import sys
@@ -8,15 +9,18 @@ import time
 from pathlib import Path
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from verification import providers, selectors, services, tasks
+from verification import limits, providers, selectors, services, tasks
 from verification.forms import DEFAULT_SETTINGS, RETRIEVAL_MODES, VerificationForm
 from verification.models import FINISHED, Verification
 from verification.scoring import DEFAULT_RULE, OUTCOME_LABELS, SCORE_RULES
 from verification.viewstate import ViewState
 
 VERDICT_MARKS = {"supported": "✓", "not_supported": "✗", "irrelevant": "·"}
+# The exit status when a limit refuses the run, told apart from a run that failed (1).
+REFUSED = 2
 
 
 class Command(BaseCommand):
@@ -58,12 +62,23 @@ class Command(BaseCommand):
             }
         )
         if not form.is_valid():
-            raise CommandError("\n".join(f"{field}: {' '.join(msgs)}" for field, msgs in form.errors.items()))
+            raise CommandError(
+                "\n".join(f"{field}: {' '.join(msgs)}" for field, msgs in form.errors.items()),
+                returncode=REFUSED if form.has_error("text", code="budget") else 1,
+            )
         run_settings = form.run_settings()
         problems = providers.configuration_problems(run_settings["model"])
         if problems:
             raise CommandError("\n".join(problems))
-        verification = services.verification_create(text=form.cleaned_data["text"], settings=run_settings)
+        # A fresh clone has no tables yet; once they exist this changes nothing.
+        call_command("migrate", verbosity=0, interactive=False)
+        client = limits.client_key(limits.CLI_ADDRESS)
+        limited = limits.rate_limited(client)
+        if limited:
+            raise CommandError(limited.message(who="the command line"), returncode=REFUSED)
+        verification = services.verification_create(
+            text=form.cleaned_data["text"], settings=run_settings, client=client
+        )
         tasks.enqueue_verification(verification)
         self.stderr.write(f"verification {verification.pk} started")
         verification = self._wait(verification, options["timeout"])

@@ -1,0 +1,85 @@
+"""The CPU pool (verification/cpu.py): parsing and ranking run in other processes, a dead
+process is replaced, and the results are the pipeline's own."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from verification import cpu
+from verification.pipeline import passages
+from verification.pipeline.types import FetchedDocument
+
+ARTICLE = (
+    "<html><head><title>Bees | Nature site</title><script>var tracking = 1;</script></head><body>"
+    "<nav><a href='/'>Home</a> <a href='/about'>About</a></nav><article><h1>Bees</h1>"
+    "<p>Honey bees communicate the location of flowers with a waggle dance. The dance encodes "
+    "direction and distance. Colonies can hold tens of thousands of workers.</p>"
+    "<p>Queens lay up to two thousand eggs a day in summer. Drones do not sting.</p></article>"
+    "<footer>© Nature site</footer></body></html>"
+)
+
+
+@pytest.fixture(autouse=True)
+def fresh_pool(settings):
+    settings.CPU_PROCESSES = 2
+    yield
+    if cpu._pool is not None:
+        cpu._discard(cpu._pool)
+
+
+def _die_once(marker: str) -> int:
+    path = Path(marker)
+    if not path.exists():
+        path.write_text("died")
+        os._exit(1)
+    return os.getpid()
+
+
+def test_work_runs_in_another_process():
+    assert cpu.run(os.getpid) != os.getpid()
+
+
+def test_without_processes_it_runs_here(settings):
+    settings.CPU_PROCESSES = 0
+
+    assert cpu.run(os.getpid) == os.getpid()
+
+
+def test_a_process_that_dies_is_replaced_and_the_call_tried_again(tmp_path):
+    pid = cpu.run(_die_once, str(tmp_path / "marker"))
+
+    assert pid != os.getpid()
+    assert cpu.run(os.getpid) != os.getpid()
+
+
+def test_a_page_is_parsed_and_split_in_the_pool():
+    document = FetchedDocument(
+        url="https://a.example/bees",
+        final_url="https://a.example/bees",
+        content_type="text/html",
+        charset="utf-8",
+        body=ARTICLE.encode(),
+    )
+
+    page = cpu.run(cpu.read_page, document)
+
+    assert page.title.startswith("Bees")
+    assert "Honey bees communicate the location of flowers with a waggle dance." in page.sentences
+    assert not any("tracking" in sentence for sentence in page.sentences)
+
+
+def test_excerpts_for_several_claims_match_choosing_them_one_by_one():
+    sentences = passages.page_sentences(
+        "Honey bees dance to show where flowers are.\nQueens lay two thousand eggs a day.\n"
+        "Drones do not sting.\nThe hive is kept at 35 degrees."
+    )
+    claims = ["Queens lay two thousand eggs a day", "Bees dance to show flowers", "Whales sing"]
+
+    excerpts = cpu.run(cpu.choose_excerpts, claims, sentences, top_k=1, context=0, embedding_model=None)
+
+    expected = [
+        passages.page_excerpt(passages.select_passages(claim, sentences, top_k=1, context=0)) for claim in claims
+    ]
+    assert excerpts == expected
+    assert excerpts[0].text == "Queens lay two thousand eggs a day." and excerpts[2] is None

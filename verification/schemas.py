@@ -1,0 +1,199 @@
+"""Response schemas the API's modules share: errors, and the result JSON
+(selectors.verification_result, which the API, the CLI's --json and the download button share)
+described field by field for the OpenAPI schema. The result schemas only describe: the endpoint
+serves them with exclude_unset, so the JSON is exactly what the selector returns. Fields appear in
+the selector's order (a schema with the tally fields inherited would move them)."""
+
+from typing import Annotated, Literal
+
+from ninja import Field, Schema
+
+from verification.models import ClaimStatus, SourceType, Status, Verdict
+from verification.scoring import NO_CLAIM, OUTCOMES, PENDING, SCORE_RULES
+from verification.selectors import PROBLEM_STEPS
+
+
+class Error(Schema):
+    detail: str
+    errors: dict[str, list[str]] = {}
+
+
+# What every operation with a JSON body can answer besides its own codes: 400 for a body that is
+# not valid input, 413 over Django's DATA_UPLOAD_MAX_MEMORY_SIZE, 415 (limits.JsonOnlyApiMiddleware)
+# for a request that does not say it is JSON.
+BODY_ERRORS = {400: Error, 413: Error, 415: Error}
+
+
+ScoreRule = Literal[tuple(SCORE_RULES)]
+Band = Literal["green", "orange", "red", "none"]
+RunStatus = Literal[tuple(Status.values)]
+ClaimStatusValue = Literal[tuple(ClaimStatus.values)]
+VerdictValue = Literal[tuple(Verdict.values)]
+# "" until the source's type is decided.
+SourceTypeValue = Literal[(*SourceType.values, "")]
+ClaimOutcome = Literal[(*OUTCOMES, PENDING)]
+SentenceOutcome = Literal[(*OUTCOMES, PENDING, NO_CLAIM)]
+Score = Annotated[
+    float | None,
+    Field(ge=0, le=1, description="supported ÷ counted evidence under the score rule; null when none counts"),
+]
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+Count = Annotated[int, Field(ge=0)]
+
+
+class Counts(Schema):
+    supported: Count
+    not_supported: Count
+    irrelevant: Count
+    failed: Count = Field(description="evidence the judge failed on: counted under neither rule")
+    pending: Count = Field(description="evidence not judged yet")
+    excluded: Count = Field(description="evidence this view leaves out")
+
+
+class RunSettings(Schema):
+    """As chosen when the run was created (every key is there for runs made by the API, the
+    web form or the CLI)."""
+
+    model: str = None
+    retrieval_mode: Literal["dense", "sparse"] = None
+    top_k_results: int = None
+    top_k_passages: int = None
+    context_size: int = None
+
+
+class ProblemReason(Schema):
+    reason: str
+    count: Count
+
+
+class Problem(Schema):
+    step: Literal[tuple(PROBLEM_STEPS)]
+    label: str
+    count: Count
+    reasons: list[ProblemReason]
+
+
+class SentenceProgress(Schema):
+    total: Count
+    decomposed: Count
+
+
+class ClaimProgress(Schema):
+    total: Count
+    searched: Count
+
+
+class PageProgress(Schema):
+    total: Count
+    fetched: Count
+    failed: Count
+
+
+class JudgementProgress(Schema):
+    total: Count
+    made: Count
+
+
+class Progress(Schema):
+    percent: int = Field(ge=0, le=100, description="never goes back while the run goes on; 100 once finished")
+    sentences: SentenceProgress
+    claims: ClaimProgress
+    pages: PageProgress
+    judgements: JudgementProgress
+
+
+class Usage(Schema):
+    llm_calls: Count
+    prompt_tokens: Count
+    completion_tokens: Count
+    searches: Count
+
+
+class EvidenceResult(Schema):
+    id: int
+    url: str
+    title: str
+    host: str
+    source_type: SourceTypeValue
+    passage: str = Field(description='the page\'s excerpts in page order, joined by " … "')
+    highlights: list[tuple[int, int]] = Field(description="[start, end) of the best-matching sentences in the passage")
+    relevance: float
+    verdict: VerdictValue | None = Field(description="null until judged, and when judging failed")
+    rationale: str
+    status: RunStatus
+    error: str
+    included: bool = Field(description="counted in this view's scores")
+
+
+class ClaimResult(Schema):
+    id: int
+    index: int
+    text: str
+    query: str
+    status: ClaimStatusValue
+    error: str
+    outcome: ClaimOutcome
+    note: str
+    score: Score
+    band: Band
+    supported: Count
+    total: Count
+    counts: Counts
+    evidence: list[EvidenceResult]
+
+
+class SentenceResult(Schema):
+    index: int
+    text: str
+    start: int
+    end: int
+    paragraph: int
+    status: RunStatus
+    error: str
+    outcome: SentenceOutcome
+    note: str
+    score: Score
+    band: Band
+    supported: Count
+    total: Count
+    counts: Counts
+    claims: list[ClaimResult]
+
+
+class SourceResult(Schema):
+    id: int
+    url: str
+    host: str
+    title: str
+    source_type: SourceTypeValue
+    type_decided_by: str = Field(
+        description='how its type was decided ("rules", "llm", "fallback: <reason>" …); "" until then'
+    )
+    status: RunStatus
+    error: str
+
+
+class VerificationResult(Schema):
+    id: str = Field(json_schema_extra={"format": "uuid"})
+    permalink: str
+    status: RunStatus
+    error: str
+    created_at: Timestamp
+    finished_at: Timestamp | None
+    settings: RunSettings
+    score_rule: ScoreRule
+    score: Score
+    band: Band
+    supported: Count
+    total: Count
+    counts: Counts
+    source_types: dict[str, float] = Field(description="share of the included judged evidence per source type, in %")
+    excluded_evidence: list[int]
+    excluded_types: list[str]
+    problems: list[Problem]
+    retries: Count = Field(description="times its failed parts were queued again on request")
+    resumes: Count = Field(description="times its stalled work was queued again by the sweeper")
+    progress: Progress
+    usage: Usage
+    sentences: list[SentenceResult]
+    sources: list[SourceResult]
