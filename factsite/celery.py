@@ -8,7 +8,7 @@ import threading
 import time
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "factsite.settings")
 
@@ -70,7 +70,7 @@ def _sweep_forever(interval: float) -> None:
         time.sleep(interval)
 
 
-def warm_up() -> None:
+def warm_up(*, wait: bool = False) -> None:
     """Start the CPU process pool now, loading the embedding model in it when runs use it by
     default: the first run after a start then does not wait for it."""
     from django.conf import settings
@@ -79,9 +79,13 @@ def warm_up() -> None:
     from verification.forms import DEFAULT_SETTINGS
 
     dense = DEFAULT_SETTINGS["retrieval_mode"] == "dense"
-    cpu.start(warm_embedding_model=settings.EMBEDDING_MODEL if dense else None)
+    cpu.start(warm_embedding_model=settings.EMBEDDING_MODEL if dense else None, wait=wait)
 
 
-@worker_ready.connect
+@worker_init.connect
 def _warm_worker(**_) -> None:
-    warm_up()
+    # Before the worker takes its first task: it reports ready with the model loaded. (The
+    # embedded worker warms in the background instead, so the web server starts at once.)
+    started = time.monotonic()
+    warm_up(wait=True)
+    logger.info("CPU pool ready in %.1f s", time.monotonic() - started)

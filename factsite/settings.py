@@ -134,7 +134,7 @@ CELERY_BEAT_SCHEDULE = {
     "resume-stalled-runs": {
         "task": "verification.tasks.sweep",
         "schedule": SWEEP_INTERVAL,
-        "options": {"expires": SWEEP_INTERVAL},  # sweeps queued behind a dead worker are dropped
+        # No expiry: behind a backlog a sweep still runs, late (a sweep that finds nothing is cheap).
     },
     "delete-old-runs": {"task": "verification.tasks.delete_old_runs", "schedule": 24 * 3600},
 }

@@ -78,16 +78,24 @@ def run(function: Callable[..., T], *args, **kwargs) -> T:
         return pool.submit(function, *args, **kwargs).result()
 
 
-def start(*, warm_embedding_model: str | None = None) -> None:
+def start(*, warm_embedding_model: str | None = None, wait: bool = False) -> None:
     """Start the pool now (at worker start), loading the embedding model in every process, so
-    the first run does not pay for it."""
+    the first run does not pay for it; `wait` returns once they are ready."""
     from django.conf import settings
 
     pool = _get_pool(warm_embedding_model)
-    if pool is not None:
-        # Submitted together, so that each finds no idle process and one is started for it.
-        for _ in range(settings.CPU_PROCESSES):
-            pool.submit(_ready)
+    if pool is None:
+        if warm_embedding_model:
+            loading = threading.Thread(target=shared_embedder, args=(warm_embedding_model,), daemon=True)
+            loading.start()
+            if wait:
+                loading.join()
+        return
+    # Submitted together, so that each finds no idle process and one is started for it.
+    started = [pool.submit(_ready) for _ in range(settings.CPU_PROCESSES)]
+    if wait:
+        for future in started:
+            future.result()
 
 
 def _ready() -> None:

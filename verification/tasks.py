@@ -94,6 +94,11 @@ def sweep() -> int:
     """Resume every run that stalled (see the module's docstring); returns how many. Runs
     that stayed silent for RUN_TIMEOUT in spite of that are failed with the reason."""
     silent_for = timedelta(seconds=settings.RUN_STALLED_AFTER)
+    if _queued_messages():
+        # Runs behind a backlog are silent too, but their tasks are only waiting: resuming them
+        # would queue each again (and a duplicate taken while the first still runs does the
+        # work twice). Only a much longer silence then means a task was lost.
+        silent_for *= BACKLOG_PATIENCE
     resumed = 0
     for verification_id in services.verifications_stalled(silent_for=silent_for):
         verification = services.verification_expire_if_stale(
@@ -107,6 +112,19 @@ def sweep() -> int:
         resume(verification_id)
         resumed += 1
     return resumed
+
+
+BACKLOG_PATIENCE = 5
+
+
+def _queued_messages() -> int:
+    """Messages waiting in the broker's default queue (0 when it cannot tell)."""
+    try:
+        with app.connection_for_read() as connection:
+            queue = connection.default_channel.queue_declare(queue=app.conf.task_default_queue, passive=True)
+            return queue.message_count
+    except Exception:  # no such queue yet, or the broker is away: behave as without a backlog
+        return 0
 
 
 @app.task(ignore_result=True)

@@ -1,0 +1,794 @@
+"""Crash recovery, against real processes: `celery worker` and `celery beat` processes on a real
+redis-server, the web app as a real server process (gunicorn, or runserver with the embedded
+worker), all on this test's database, and the fake outside world with latency, so that runs are
+mid-flight when something is killed. Then the joins themselves: concurrent runs racing to
+finish, the exact interleavings built step by step, and the sweeper on rows rewound by hand.
+
+Every subprocess runs in its own process group and is SIGKILLed when its test ends. Waits are
+on conditions with timeouts; the only fixed wait is the length of the Redis outage."""
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import redis
+import requests
+from django.core.cache import cache
+from django.db import connection
+from django.utils import timezone
+
+from tests.conftest import MODEL, ROOT, free_port
+from verification import heartbeat, providers, selectors, services, tasks
+from verification.models import (
+    Claim,
+    ClaimStatus,
+    Evidence,
+    HostCategory,
+    SearchResult,
+    Sentence,
+    Source,
+    Status,
+    Verification,
+)
+
+TEXT = "The Eiffel Tower is in Paris, France. It was completed in 1889. It is made of steel.\n\nI hope this helps!"
+ONE_SENTENCE = "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."
+# The sentence whose LLM calls the fake model holds until the test releases them: no run can
+# finish before, so a strike lands mid-run, after other sentences' evidence was judged.
+SLOW = "1889"
+UNFINISHED = (Status.PENDING, Status.RUNNING)
+CLAIM_ENDS = (ClaimStatus.DONE, ClaimStatus.FAILED)
+
+
+def wait_until(condition, timeout: float, what, interval: float = 0.2):
+    """`what`: a text or a function giving one (the state to show when time is up)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:g} s: {what() if callable(what) else what}")
+        time.sleep(interval)
+
+
+# --- the database, read by this process while the subprocesses write it
+
+
+def run_states(ids) -> dict[str, str]:
+    return {str(pk): status for pk, status in Verification.objects.filter(pk__in=ids).values_list("pk", "status")}
+
+
+def all_ended(ids) -> bool:
+    states = run_states(ids)
+    return len(states) == len(ids) and all(s in (Status.DONE, Status.FAILED) for s in states.values())
+
+
+def judged(ids) -> int:
+    return Evidence.objects.filter(claim__sentence__verification_id__in=ids, status=Status.DONE).count()
+
+
+def snapshot(ids) -> str:
+    """Every item of these runs by status, for failure messages."""
+    tables = {
+        "runs": Verification.objects.filter(pk__in=ids),
+        "sentences": Sentence.objects.filter(verification_id__in=ids),
+        "claims": Claim.objects.filter(sentence__verification_id__in=ids),
+        "sources": Source.objects.filter(verification_id__in=ids),
+        "results": SearchResult.objects.filter(claim__sentence__verification_id__in=ids),
+        "evidence": Evidence.objects.filter(claim__sentence__verification_id__in=ids),
+    }
+    return (
+        "; ".join(f"{name}: {dict(Counter(rows.values_list('status', flat=True)))}" for name, rows in tables.items())
+        + f"; untyped sources: {Source.objects.filter(verification_id__in=ids, source_type='').count()}"
+    )
+
+
+def stranded(ids) -> dict[str, int]:
+    """Items of these runs that are not finished (none may be, once the runs ended)."""
+    counts = {
+        "sentences": Sentence.objects.filter(verification_id__in=ids, status__in=UNFINISHED).count(),
+        "claims": Claim.objects.filter(sentence__verification_id__in=ids).exclude(status__in=CLAIM_ENDS).count(),
+        "sources": Source.objects.filter(verification_id__in=ids, status__in=UNFINISHED).count(),
+        "untyped sources": Source.objects.filter(verification_id__in=ids, source_type="").count(),
+        "search results": SearchResult.objects.filter(
+            claim__sentence__verification_id__in=ids, status__in=UNFINISHED
+        ).count(),
+        "evidence": Evidence.objects.filter(claim__sentence__verification_id__in=ids, status__in=UNFINISHED).count(),
+    }
+    return {item: n for item, n in counts.items() if n}
+
+
+def assert_ended_with_reasons(ids) -> None:
+    """Every run done, or failed with its reason; nothing left pending or running; every failed
+    item says why."""
+    for run in Verification.objects.filter(pk__in=ids):
+        assert run.status == Status.DONE or (run.status == Status.FAILED and run.error), (run.pk, run.status)
+        assert run.finished_at is not None
+    assert stranded(ids) == {}
+    failed = [
+        *Sentence.objects.filter(verification_id__in=ids, status=Status.FAILED).values_list("error", flat=True),
+        *Claim.objects.filter(sentence__verification_id__in=ids, status=ClaimStatus.FAILED).values_list(
+            "error", flat=True
+        ),
+        *Source.objects.filter(verification_id__in=ids, status=Status.FAILED).values_list("error", flat=True),
+        *Evidence.objects.filter(claim__sentence__verification_id__in=ids, status=Status.FAILED).values_list(
+            "error", flat=True
+        ),
+    ]
+    assert all(failed), "a failed item without a reason"
+
+
+# --- real processes
+
+
+class Processes:
+    """The subprocesses of one test. Each gets its own process group (SIGKILL reaches its
+    children too) and a log file, shown when a wait fails."""
+
+    def __init__(self, env: dict, logs: Path) -> None:
+        self.env, self.logs = env, logs
+        self.running: list[subprocess.Popen] = []
+
+    def start(self, name: str, *args: str, **env) -> subprocess.Popen:
+        log = (self.logs / f"{name}.log").open("ab")
+        process = subprocess.Popen(
+            [sys.executable, *args],
+            cwd=ROOT,
+            env={**self.env, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        self.running.append(process)
+        return process
+
+    def worker(self, name: str = "worker", loglevel: str = "WARNING", **env) -> subprocess.Popen:
+        return self.start(
+            name,
+            *("-m", "celery", "-A", "factsite", "worker", "--pool=threads", "--concurrency=8", f"--hostname={name}@%h"),
+            *("--without-gossip", "--without-mingle", "--without-heartbeat", f"--loglevel={loglevel}"),
+            **env,
+        )
+
+    def beat(self, **env) -> subprocess.Popen:
+        schedule = self.logs / "beat-schedule"
+        return self.start(
+            "beat", "-m", "celery", "-A", "factsite", "beat", "-s", str(schedule), "--loglevel=WARNING", **env
+        )
+
+    def gunicorn(self, port: int, **env) -> str:
+        self.start("gunicorn", "-m", "gunicorn", "factsite.wsgi", "-b", f"127.0.0.1:{port}", "--threads", "4", **env)
+        return self.until_serving(port)
+
+    def runserver(self, port: int, name: str = "runserver", **env) -> str:
+        self.start(name, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}", **env)
+        return self.until_serving(port)
+
+    def until_serving(self, port: int) -> str:
+        url = f"http://127.0.0.1:{port}"
+
+        def serving():
+            try:
+                return requests.get(url + "/about", timeout=5).status_code == 200
+            except requests.RequestException:  # not listening yet, or still loading
+                return False
+
+        wait_until(serving, 30, f"a web server on {url}\n{self.tail()}")
+        return url
+
+    def kill(self, process: subprocess.Popen) -> None:
+        with contextlib.suppress(ProcessLookupError):  # the group is gone already
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+    def close(self) -> None:
+        for process in self.running:
+            self.kill(process)
+
+    def log(self, name: str) -> str:
+        return (self.logs / f"{name}.log").read_text(errors="replace")
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(
+            f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+            for log in sorted(self.logs.glob("*.log"))
+        )
+
+
+@pytest.fixture
+def shared_database(transactional_db) -> str:
+    """This test's database as a DATABASE_URL (SQLite or PostgreSQL, as the test run has it):
+    committed writes, so the subprocesses see them (and it is flushed after the test, once they
+    are dead)."""
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    password = quote(db["PASSWORD"] or "", safe="")
+    return f"postgres://{db['USER']}:{password}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+@pytest.fixture
+def processes(world, shared_database, tmp_path):
+    world.llm.latency, world.serper.latency = 0.2, 0.1
+    for site in world.sites:
+        site.latency = 0.1
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "PYTHONUNBUFFERED": "1",
+        "DATABASE_URL": shared_database,
+        "DJANGO_SECRET_KEY": "recovery-test",
+        "OPENAI_API_KEY": "test-openai-key",
+        "OPENAI_BASE_URL": world.llm.url + "/v1",
+        "LLM_MODELS": MODEL,
+        "SERPER_API_KEY": world.serper.api_key,
+        "SERPER_BASE_URL": world.serper.url,
+        "ALLOW_PRIVATE_FETCH": "1",
+        "LOG_LEVEL": "WARNING",
+        "RUNS_PER_HOUR": "0",
+        # Pages parsed in the workers' threads: a CPU pool loads the embedding model in each of its
+        # processes when a worker starts, seconds of CPU per start on two cores. Test 1 keeps one.
+        "CPU_PROCESSES": "0",
+    }
+    running = Processes(env, logs)
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def broker(redis_url):
+    """A Redis database of its own on the session's redis-server (the in-process test worker
+    consumes database 0), emptied before and after: queue, unacked messages and cache."""
+    url = redis_url.rsplit("/", 1)[0] + "/7"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+
+
+def submit(base: str, text: str = TEXT, **run_settings) -> str:
+    response = requests.post(
+        f"{base}/api/verifications",
+        json={"text": text, "settings": {"retrieval_mode": "sparse", **run_settings}},
+        timeout=30,
+    )
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+# --- 1. a worker killed mid-run
+
+
+# The slowest test here (~60-90 s): it waits out the default RUN_STALLED_AFTER (30 s) and
+# SWEEP_INTERVAL (10 s), to prove that runs end within a minute of a new worker being ready.
+def test_runs_finish_after_their_worker_is_killed_mid_run_and_another_starts(world, processes, broker):
+    world.llm.held_words = (SLOW,)
+    with_pool = {"REDIS_URL": broker, "CPU_PROCESSES": "1"}  # the pool's process dies with its worker
+    web = processes.gunicorn(free_port(), REDIS_URL=broker)
+    worker = processes.worker(**with_pool)
+    processes.beat(REDIS_URL=broker)
+    ids = [submit(web) for _ in range(5)]
+    wait_until(
+        lambda: world.llm.held == 5 and judged(ids) >= 3,
+        90,
+        lambda: f"held {world.llm.held}, judged: {snapshot(ids)}\n{processes.tail()}",
+    )
+    assert not any(s in (Status.DONE, Status.FAILED) for s in run_states(ids).values())
+
+    processes.kill(worker)
+    killed = time.monotonic()
+    world.llm.release()
+    processes.worker("worker2", loglevel="INFO", **with_pool)
+    wait_until(lambda: " ready." in processes.log("worker2"), 60, lambda: f"worker2 ready\n{processes.tail()}")
+    ready = time.monotonic()
+    wait_until(lambda: all_ended(ids), 60, lambda: f"every run ended: {snapshot(ids)}\n{processes.tail()}")
+
+    now = time.monotonic()
+    print(f"all runs ended {now - killed:.1f} s after the kill, {now - ready:.1f} s after the new worker was ready")
+    assert_ended_with_reasons(ids)
+    runs = Verification.objects.filter(pk__in=ids)
+    assert {run.status for run in runs} == {Status.DONE}
+    assert all(run.resumes >= 1 for run in runs)  # the killed worker's tasks came back through the sweeper
+    for verification_id in ids:
+        result = requests.get(f"{web}/api/verifications/{verification_id}", timeout=10).json()
+        assert [s["status"] for s in result["sentences"]] == ["done"] * 4
+        assert [p["step"] for p in result["problems"]] == ["fetch"]  # the sample world's 403 page
+
+
+# --- 2. a Redis restart
+
+
+class RedisServer:
+    """A redis-server of this test's own, without persistence, that can be killed and started
+    again on the same port."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port, self.workdir = free_port(), workdir
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "RedisServer":
+        self.process = subprocess.Popen(
+            [shutil.which("redis-server"), "--bind", "127.0.0.1", "--port", str(self.port)]
+            + ["--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        client = redis.Redis.from_url(self.url)
+
+        def answering():
+            try:
+                return client.ping()
+            except redis.ConnectionError:
+                return False
+
+        wait_until(answering, 10, "redis-server answering", interval=0.05)
+        return self
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    server = RedisServer(tmp_path).start()
+    yield server
+    server.kill()
+
+
+def test_runs_finish_on_their_own_after_redis_restarts_and_the_site_answers_during_the_outage(
+    world, processes, own_redis
+):
+    # Lowered from 30 s and 10 s to keep the test short; test 1 proves the defaults.
+    fast_sweeps = {"REDIS_URL": own_redis.url, "RUN_STALLED_AFTER": "10", "SWEEP_INTERVAL": "2"}
+    web = processes.gunicorn(free_port(), **fast_sweeps)
+    worker = processes.worker(**fast_sweeps)
+    processes.beat(**fast_sweeps)
+    finished = submit(web, ONE_SENTENCE)
+    wait_until(lambda: all_ended([finished]), 60, lambda: f"a first run ended\n{processes.tail()}")
+    world.llm.held_words = (SLOW,)
+    ids = [submit(web) for _ in range(3)]
+    wait_until(
+        lambda: world.llm.held == 3 and judged(ids) >= 2,
+        60,
+        lambda: f"held {world.llm.held}, judged: {snapshot(ids)}\n{processes.tail()}",
+    )
+
+    own_redis.kill()
+    outage = time.monotonic()
+    world.llm.release()  # their claims are found during the outage: their searches cannot be sent
+    found = Claim.objects.filter(sentence__verification_id__in=ids, sentence__text__contains=SLOW)
+    wait_until(lambda: found.count() == 3, 30, lambda: f"claims found: {snapshot(ids)}\n{processes.tail()}")
+    runs_before = Verification.objects.count()
+    during = requests.post(
+        f"{web}/api/verifications", json={"text": ONE_SENTENCE, "settings": {"retrieval_mode": "sparse"}}, timeout=30
+    )
+    page = requests.get(f"{web}/v/{finished}", timeout=30)
+    result = requests.get(f"{web}/api/verifications/{finished}", timeout=30)
+    running = requests.get(f"{web}/api/verifications/{ids[0]}", timeout=30)
+    print(f"during the outage: POST {during.status_code} in {during.elapsed.total_seconds():.2f} s")
+    time.sleep(max(0.0, 3 - (time.monotonic() - outage)))
+    own_redis.start()
+
+    # Accepted, though its start message could not be sent: its row is pending, and the sweeper
+    # (its owner now) starts it once Redis is back.
+    assert during.status_code == 201, during.text
+    ids.append(during.json()["id"])
+    assert Verification.objects.count() == runs_before + 1
+    assert page.status_code == 200 and ONE_SENTENCE in page.text
+    assert result.status_code == 200 and result.json()["status"] == "done"
+    assert running.status_code == 200 and running.json()["status"] == "running"
+    wait_until(
+        lambda: all_ended(ids) or worker.poll() is not None,
+        90,
+        lambda: f"every run ended: {snapshot(ids)}\n{processes.tail()}",
+    )
+    assert worker.poll() is None, f"the worker exited when Redis went away\n{processes.tail(80)}"
+    assert "the sweeper will resume it" in processes.log("worker")  # the searches it could not send
+    assert_ended_with_reasons(ids)
+    assert {(run.status, run.resumes > 0) for run in Verification.objects.filter(pk__in=ids)} == {(Status.DONE, True)}
+
+
+# --- 3. the embedded worker (no Redis): the web process is the worker
+
+
+def test_an_embedded_run_resumes_when_its_web_process_is_killed_and_started_again(world, processes):
+    # No REDIS_URL: runs execute inside the web process. Lowered sweeps as in the Redis test.
+    embedded = {"CACHE_URL": "locmemcache://", "RUN_STALLED_AFTER": "10", "SWEEP_INTERVAL": "2"}
+    port = free_port()
+    server = processes.runserver(port, **embedded)
+    world.llm.held_words = (SLOW,)
+    ids = [submit(server)]
+    wait_until(
+        lambda: world.llm.held == 1 and judged(ids) >= 1,
+        60,
+        lambda: f"held {world.llm.held}, judged: {snapshot(ids)}\n{processes.tail()}",
+    )
+
+    processes.kill(processes.running[-1])
+    world.llm.release()
+    processes.runserver(port, "runserver2", **embedded)
+    wait_until(lambda: all_ended(ids), 60, lambda: f"the run ended: {snapshot(ids)}\n{processes.tail()}")
+
+    assert_ended_with_reasons(ids)
+    run = Verification.objects.get()  # no new submission
+    assert run.status == Status.DONE and run.resumes >= 1
+
+
+def test_two_embedded_web_processes_on_one_database_leave_each_others_runs_alone(world, processes):
+    embedded = {"CACHE_URL": "locmemcache://"}  # default RUN_STALLED_AFTER and SWEEP_INTERVAL
+    first = processes.runserver(free_port(), "runserver-a", **embedded)
+    world.llm.held_words = (SLOW,)  # a runs until b's process has started and finished a run of its own
+    a = submit(first)
+    wait_until(
+        lambda: world.llm.held == 1 and judged([a]) >= 1,
+        60,
+        lambda: f"held {world.llm.held}, judged: {snapshot([a])}\n{processes.tail()}",
+    )
+
+    second = processes.runserver(free_port(), "runserver-b", **embedded)
+    b = submit(second, ONE_SENTENCE)
+    wait_until(lambda: all_ended([b]), 60, lambda: f"b ended: {snapshot([b])}\n{processes.tail()}")
+    assert run_states([a])[a] == Status.RUNNING
+    world.llm.release()
+    wait_until(lambda: all_ended([a]), 60, lambda: f"a ended: {snapshot([a])}\n{processes.tail()}")
+
+    assert_ended_with_reasons([a, b])
+    for run in Verification.objects.all():
+        assert (run.status, run.error, run.resumes) == (Status.DONE, "", 0)  # heartbeats kept the sweepers off
+
+
+# --- 4. the finishing race: the last arrival must always notice it is last
+
+
+RUN_SETTINGS = {"model": MODEL, "retrieval_mode": "sparse", "top_k_results": 5, "top_k_passages": 2, "context_size": 1}
+FACTS = [
+    "It was completed in 1889.",
+    "It is made of steel.",
+    "It is 330 metres tall.",
+    "Gustave Eiffel's company designed and built the tower.",
+    "Visitors climbed it in Paris in record numbers this year.",
+]
+
+
+def varied_text(i: int) -> str:
+    return f"The Eiffel Tower is in Paris, France. {FACTS[i % len(FACTS)]} {FACTS[(i + 2) % len(FACTS)]}"
+
+
+# Where a run's last arrival meets another task, and the longest pause (s) before each: it
+# widens the window in which the other can slip in (the worker runs in this process).
+JOIN_POINTS = {
+    "host_category_claim": 0.5,
+    "source_type_set": 0.5,
+    "host_category_answer": 0.2,
+    "sentence_finish": 0.1,
+    "verification_finish": 0.1,
+}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_runs_waiting_on_the_same_hosts_types_all_finish(
+    client, world, celery_worker, settings, monkeypatch
+):
+    """No sweeper runs in this process: every run must end through its own joins. Each round
+    the hosts' types are asked again, the answers taking from no time to longer than the runs
+    themselves, so that they land before, around and after the runs' last sentences; random
+    pauses (seeded) at the join points vary the interleavings."""
+    settings.RUNS_PER_HOUR = 0
+    settings.CPU_PROCESSES = 0
+    world.llm.latency = 0.05
+    rng = random.Random(3)
+    for name, longest in JOIN_POINTS.items():
+        monkeypatch.setattr(services, name, paused(getattr(services, name), rng, longest))
+    hosts = {providers.host_of(site.url) for site in world.sites}
+    for delay in (0.0, 0.5, 1.5, 3.0):
+        HostCategory.objects.all().delete()
+        cache.clear()
+        world.llm.slow_words = {"Host: 127.0.0.1": delay}
+        asked = world.llm.calls["source_type"]
+        ids = []
+        for i in range(12):
+            response = client.post(
+                "/api/verifications",
+                {"text": varied_text(i), "settings": {"retrieval_mode": "sparse"}},
+                content_type="application/json",
+            )
+            assert response.status_code == 201, response.content
+            ids.append(response.json()["id"])
+        wait_until(lambda: all_ended(ids), 60, lambda: f"round {delay}: {snapshot(ids)}")  # noqa: B023
+
+        assert_ended_with_reasons(ids)
+        runs = Verification.objects.filter(pk__in=ids)
+        assert {(run.status, run.resumes) for run in runs} == {(Status.DONE, 0)}
+        assert world.llm.calls["source_type"] - asked == len(hosts)  # one question per host, for all twelve runs
+
+
+def paused(function, rng: random.Random, longest: float):
+    def pausing(*args, **kwargs):
+        time.sleep(rng.random() * longest)
+        return function(*args, **kwargs)
+
+    return pausing
+
+
+class Inline:
+    """The tasks that the code under test sends wait here, and run one by one in this thread
+    when the test says so: the test chooses the interleaving."""
+
+    def __init__(self) -> None:
+        self.queue: list = []
+
+    def send(self, task, *args) -> None:
+        self.queue.append((task, args))
+
+    def run_all(self) -> None:
+        while self.queue:
+            task, args = self.queue.pop(0)
+            task(*args)
+
+    def start(self, text: str = TEXT) -> Verification:
+        verification = services.verification_create(text=text, settings=RUN_SETTINGS)
+        self.send(tasks.verification_start, str(verification.pk))
+        return verification
+
+
+@pytest.fixture
+def inline(world, settings, monkeypatch):
+    settings.CPU_PROCESSES = 0
+    queue = Inline()
+    monkeypatch.setattr(tasks, "send", queue.send)
+    monkeypatch.setattr(heartbeat, "hold", lambda verification_id: None)  # touched_at is the test's to set
+    return queue
+
+
+def host(site) -> str:
+    return providers.host_of(site.url)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("answer", ["llm", "fallback"])
+def test_the_hosts_answer_arriving_after_the_runs_last_sentence_finishes_the_run(world, inline, answer):
+    wiki, news, blog = world.sites
+    HostCategory.objects.bulk_create(
+        [HostCategory(host=host(news), source_type="news"), HostCategory(host=host(blog), source_type="blog")]
+    )
+    HostCategory.objects.create(host=host(wiki))  # another run asked first; its answer is not in yet
+    asker = services.verification_create(text=ONE_SENTENCE, settings=RUN_SETTINGS)
+    verification = inline.start(ONE_SENTENCE)
+    inline.run_all()
+
+    assert run_states([verification.pk])[str(verification.pk)] == Status.RUNNING
+    assert not Sentence.objects.filter(verification=verification).exclude(status=Status.DONE).exists()
+    untyped = Source.objects.filter(verification=verification, source_type="")
+    assert list(untyped.values_list("host", flat=True).distinct()) == [host(wiki)]
+
+    if answer == "fallback":
+        world.llm.fail_words = {f"Host: {host(wiki)}": 500}
+    tasks.host_categorize(host(wiki), str(asker.pk))
+
+    verification.refresh_from_db()
+    assert verification.status == Status.DONE
+    assert stranded([verification.pk]) == {}
+    decided = Source.objects.filter(verification=verification, host=host(wiki)).values_list(
+        "type_decided_by", flat=True
+    )
+    assert {by.partition(":")[0] for by in decided} == {answer}
+
+
+@pytest.mark.django_db
+def test_a_source_typed_from_the_hosts_known_type_after_its_pages_were_read_finishes_the_run(
+    world, inline, monkeypatch
+):
+    HostCategory.objects.bulk_create([HostCategory(host=host(site), source_type="wiki") for site in world.sites])
+    typing = tasks._categorize
+    late = []
+    monkeypatch.setattr(tasks, "_categorize", lambda source, **options: late.append(source))
+    verification = inline.start(ONE_SENTENCE)
+    inline.run_all()  # every page read and judged, no source typed yet
+    assert len(late) > 1
+    assert not Sentence.objects.filter(verification=verification).exclude(status=Status.DONE).exists()
+
+    for source in late[:-1]:
+        typing(source)
+        assert run_states([verification.pk])[str(verification.pk)] == Status.RUNNING
+    typing(late[-1])
+
+    assert run_states([verification.pk])[str(verification.pk)] == Status.DONE
+    assert stranded([verification.pk]) == {}
+
+
+# --- the sweeper, called directly, on rows rewound to where a dead worker or a lost message left them
+
+
+def the_claims(verification) -> list[Claim]:
+    return list(Claim.objects.filter(sentence__verification=verification).order_by("pk"))
+
+
+def reopen(claims, status: str) -> None:
+    """Claims back to `status`, and their sentences back to running."""
+    Claim.objects.filter(pk__in=[c.pk for c in claims]).update(status=status, error="")
+    Sentence.objects.filter(claims__in=claims).update(status=Status.RUNNING, error="")
+
+
+def every_row_finished(verification) -> None:
+    """The run's last join was missed: everything is finished but the run."""
+
+
+def mid_flight(verification) -> None:
+    """A claim stuck in searching, another's evidence unjudged, and a source untyped whose
+    host's question is in flight (asked a moment ago, by a worker that died)."""
+    searching, judging = the_claims(verification)[:2]
+    SearchResult.objects.filter(claim=searching).delete()
+    Evidence.objects.filter(claim=searching).delete()
+    reopen([searching], ClaimStatus.SEARCHING)
+    Evidence.objects.filter(claim=judging).update(status=Status.PENDING, verdict="", rationale="")
+    reopen([judging], ClaimStatus.JUDGING)
+    untyped = Source.objects.filter(verification=verification, status=Status.DONE).first().host
+    Source.objects.filter(host=untyped).update(source_type="", type_decided_by="")
+    HostCategory.objects.filter(host=untyped).update(source_type="", requested_at=timezone.now())
+
+
+def start_lost(verification) -> None:
+    Sentence.objects.filter(verification=verification).delete()
+    Source.objects.filter(verification=verification).delete()
+    Verification.objects.filter(pk=verification.pk).update(status=Status.PENDING)
+
+
+def sentence_not_decomposed(verification) -> None:
+    sentence = the_claims(verification)[0].sentence
+    Claim.objects.filter(sentence=sentence).delete()
+    Sentence.objects.filter(pk=sentence.pk).update(status=Status.RUNNING)
+
+
+def fetch_lost(verification) -> None:
+    page = Source.objects.filter(verification=verification, status=Status.DONE).first()
+    Evidence.objects.filter(source=page).delete()
+    reopen(Claim.objects.filter(search_results__source=page), ClaimStatus.READING)
+    SearchResult.objects.filter(source=page).update(status=Status.PENDING)
+    Source.objects.filter(pk=page.pk).update(status=Status.RUNNING)
+
+
+def page_fetched_not_read(verification) -> None:
+    page = Source.objects.filter(verification=verification, status=Status.DONE).first()
+    Evidence.objects.filter(source=page).delete()
+    reopen(Claim.objects.filter(search_results__source=page), ClaimStatus.READING)
+    SearchResult.objects.filter(source=page).update(status=Status.PENDING)
+
+
+def failed_page_not_read(verification) -> None:
+    """The page failed (HTTP 403) and the worker died before recording that its claims cannot
+    read it."""
+    page = Source.objects.get(verification=verification, status=Status.FAILED)
+    reopen(Claim.objects.filter(search_results__source=page), ClaimStatus.READING)
+    SearchResult.objects.filter(source=page).update(status=Status.PENDING)
+
+
+def judged_claim_not_finished(verification) -> None:
+    reopen(the_claims(verification)[:1], ClaimStatus.JUDGING)
+
+
+def settled_sentence_not_finished(verification) -> None:
+    Sentence.objects.filter(pk=the_claims(verification)[0].sentence_id).update(status=Status.RUNNING)
+
+
+def search_found_nothing_not_finished(verification) -> None:
+    """The search found no page, and the worker died before finishing the claim (the result
+    then differs from the first run's: its pages are gone)."""
+    claim = the_claims(verification)[0]
+    SearchResult.objects.filter(claim=claim).delete()
+    Evidence.objects.filter(claim=claim).delete()
+    reopen([claim], ClaimStatus.READING)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "rewind",
+    [
+        every_row_finished,
+        mid_flight,
+        start_lost,
+        sentence_not_decomposed,
+        fetch_lost,
+        page_fetched_not_read,
+        failed_page_not_read,
+        judged_claim_not_finished,
+        settled_sentence_not_finished,
+        search_found_nothing_not_finished,
+    ],
+)
+def test_the_sweeper_resumes_a_silent_run_from_where_its_rows_were_left(world, inline, rewind):
+    verification = inline.start(TEXT)
+    inline.run_all()
+    first = selectors.verification_result(Verification.objects.get(pk=verification.pk))
+    assert first["status"] == "done"
+    Verification.objects.filter(pk=verification.pk).update(
+        status=Status.RUNNING, finished_at=None, touched_at=timezone.now() - timedelta(minutes=1)
+    )
+    rewind(verification)
+
+    assert tasks.sweep() == 1
+    inline.run_all()
+
+    again = Verification.objects.get(pk=verification.pk)
+    assert (again.status, again.resumes) == (Status.DONE, 1), snapshot([verification.pk])
+    assert stranded([verification.pk]) == {}
+    assert tasks.sweep() == 0
+    if rewind is not search_found_nothing_not_finished:
+        outcome = [(s["status"], s["score"], s["outcome"]) for s in selectors.verification_result(again)["sentences"]]
+        assert outcome == [(s["status"], s["score"], s["outcome"]) for s in first["sentences"]]
+
+
+# --- 5. a faulty model: every run ends, every failure says why, and a retry redoes it
+
+
+LLM_STEPS = {"decompose", "judge", "categorize"}
+
+
+def test_runs_against_a_failing_model_all_end_with_reasons_and_a_retry_redoes_the_failed_parts(
+    world, processes, broker
+):
+    # A seeded 20% of calls answer 429/500/503 and 10% prose; one retry per call, so failures reach the runs.
+    world.llm.fail_rate, world.llm.garbage_rate, world.llm.seed = 0.2, 0.1, 5
+    on_redis = {"REDIS_URL": broker, "LLM_MAX_RETRIES": "1"}
+    web = processes.gunicorn(free_port(), **on_redis)
+    processes.worker(**on_redis)
+    processes.beat(**on_redis)
+    ids = [submit(web, varied_text(i)) for i in range(10)]
+    wait_until(lambda: all_ended(ids), 120, lambda: f"every run ended: {snapshot(ids)}\n{processes.tail()}")
+
+    assert_ended_with_reasons(ids)
+    results = {i: requests.get(f"{web}/api/verifications/{i}", timeout=10).json() for i in ids}
+    problems = {i: [p for p in r["problems"] if p["step"] in LLM_STEPS] for i, r in results.items()}
+    assert any(problems.values()), "the seeded faults made nothing fail: choose another seed"
+    for result in results.values():
+        for problem in result["problems"]:
+            assert problem["count"] == sum(r["count"] for r in problem["reasons"])
+            assert all(r["reason"].strip() for r in problem["reasons"]), problem
+
+    world.llm.fail_rate = world.llm.garbage_rate = 0.0
+    retried = [i for i in ids if problems[i] or results[i]["status"] == "failed"]
+    for verification_id in retried:
+        response = requests.post(f"{web}/api/verifications/{verification_id}/retry", json={}, timeout=10)
+        assert response.status_code == 202, response.text
+        assert response.json()["retried"] >= 1
+    wait_until(lambda: all_ended(ids), 60, lambda: f"every retry ended: {snapshot(ids)}\n{processes.tail()}")
+
+    assert_ended_with_reasons(ids)
+    for verification_id in ids:
+        result = requests.get(f"{web}/api/verifications/{verification_id}", timeout=10).json()
+        assert result["status"] == "done", result["error"]
+        assert {p["step"] for p in result["problems"]} <= {"fetch"}, result["problems"]  # the 403 page is left
+        assert result["retries"] == (verification_id in retried)
+
+
+@pytest.mark.django_db
+def test_a_failed_host_question_ends_its_run_and_says_why(world, inline):
+    """The reason is stored with the source's type ("fallback: ..."), long as it is: PostgreSQL
+    refused it in a 16-character column, and the source then stayed untyped, its run unfinished."""
+    world.llm.fail_words = {"Host: 127.0.0.1": 500}
+    verification = inline.start(ONE_SENTENCE)
+    inline.run_all()
+
+    assert run_states([verification.pk])[str(verification.pk)] == Status.DONE
+    decided = Source.objects.filter(verification=verification).values_list("type_decided_by", flat=True)
+    assert decided and all(by.startswith("fallback: the LLM server answered HTTP 500") for by in decided)
+    result = selectors.verification_result(Verification.objects.get(pk=verification.pk))
+    categorize = next(p for p in result["problems"] if p["step"] == "categorize")
+    assert categorize["count"] == len(decided) and "HTTP 500" in categorize["reasons"][0]["reason"]
