@@ -1,358 +1,348 @@
-"""The factsite benchmark: full verifications through the real Celery path (worker processes
-on a real Redis) against simulated services on 127.0.0.1 with set latencies.
+"""The factsite benchmark: full verifications through the real Celery path — `celery worker`
+processes on a real Redis, SQLite or PostgreSQL — against simulated services on 127.0.0.1 with
+set latencies (an OpenAI-compatible LLM, a Serper-compatible search, web sites), on small pages
+and on realistic ones (50 KB–1 MB, bench/pages.py); one run alone and many at once; on fresh
+workers (cold) and on the same workers right after (warm).
 
-    .venv/bin/python bench/run.py                 # prints the table
-    .venv/bin/python bench/run.py --json out.json # and writes the numbers, to compare commits
+    .venv/bin/python bench/run.py                  # everything: a table, bench/results/latest.{json,md}
+    .venv/bin/python bench/run.py --quick          # a fast pass with tiny latencies (the tests' smoke run)
+    .venv/bin/python bench/run.py --databases sqlite --pages realistic --runs 5
 
-Needs redis-server on PATH (scripts/test.sh installs it)."""
+Needs redis-server on PATH (scripts/test.sh installs it); PostgreSQL rows need its binaries
+(Debian: /usr/lib/postgresql/<version>/bin), and are skipped with a message without them.
+Whatever happens (an error, Ctrl-C, SIGTERM), every process it started is stopped."""
 
 import argparse
+import contextlib
+import hashlib
 import json
 import os
-import random
-import shutil
-import socket
+import platform
+import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import report  # noqa: E402
+from bench.app import App, Measurer, app_processes  # noqa: E402
+from bench.pages import build_realistic_sites, describe  # noqa: E402
+from bench.prose import topic_of  # noqa: E402
+from bench.services import (  # noqa: E402
+    Services,
+    group_cpu_seconds,
+    machine_cpu_seconds,
+    postgres_binaries,
+    postgres_version,
+    say,
+    start_postgres,
+    start_redis,
+)
 from bench.web import build_sites, generated_texts  # noqa: E402
 from tests.fakes import FakeLLM, FakeSerper  # noqa: E402
 from verification.pipeline.segment import segment  # noqa: E402
 
 EDIT = ("Around seven million people", "Around six million people")
+RESULTS = ROOT / "bench" / "results"
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--llm-latency", type=float, default=1.0, help="seconds per LLM call (default 1.0)")
     parser.add_argument("--search-latency", type=float, default=0.5, help="seconds per search (default 0.5)")
     parser.add_argument("--page-latency", type=float, default=0.5, help="seconds per page (default 0.5)")
-    parser.add_argument("--workers", type=int, default=2, help="Celery worker processes (default 2)")
+    parser.add_argument("--workers", type=int, default=2, help="`celery worker` processes (default 2)")
     parser.add_argument("--concurrency", type=int, default=32, help="threads per worker (default 32)")
-    parser.add_argument("--runs", type=int, default=20, help="runs submitted at once for throughput (default 20)")
-    parser.add_argument("--mode", choices=["sparse", "dense"], default="sparse", help="retrieval mode (default sparse)")
-    parser.add_argument("--recompute-requests", type=int, default=200)
     parser.add_argument(
-        "--database-url", help="run against this database instead of a fresh SQLite file (e.g. PostgreSQL)"
+        "--extra-command",
+        action="append",
+        default=[],
+        metavar="CMD",
+        help="another app process to run beside the workers, restarted with them, e.g. "
+        "'celery -A factsite beat --loglevel=INFO' (repeatable; `celery` means this Python's)",
     )
-    parser.add_argument("--json", dest="json_out", help="also write the results as JSON here")
-    parser.add_argument("--worker-log", help="write the workers' task log (INFO) to this file, to see where time goes")
-    parser.add_argument("--only-single", action="store_true", help="measure the 7-sentence passage only")
-    return parser.parse_args()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_redis(workdir: str) -> tuple[subprocess.Popen, str]:
-    binary = shutil.which("redis-server")
-    if not binary:
-        sys.exit("redis-server is not installed (apt-get install redis-server)")
-    port = free_port()
-    process = subprocess.Popen(
-        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", workdir],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    parser.add_argument(
+        "--app-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for the app's processes, e.g. CPU_PROCESSES=1 (repeatable)",
     )
-    time.sleep(0.3)
-    return process, f"redis://127.0.0.1:{port}/0"
-
-
-def start_worker(env: dict, concurrency: int, name: str, log: str | None) -> subprocess.Popen:
-    command = [sys.executable, "-m", "celery", "-A", "factsite", "worker", "--pool=threads"]
-    command += [
-        f"--concurrency={concurrency}",
-        "--without-gossip",
-        "--without-mingle",
-        "--without-heartbeat",
-        "-n",
-        name,
-    ]
-    command += ["--loglevel=INFO", f"--logfile={log}"] if log else ["--loglevel=WARNING"]
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def submit(text: str, mode: str):
-    from verification import services, tasks
-    from verification.forms import DEFAULT_SETTINGS
-
-    settings = {**DEFAULT_SETTINGS, "model": "bench-model", "retrieval_mode": mode}
-    verification = services.verification_create(text=text, settings=settings)
-    tasks.enqueue_verification(verification)
-    return verification
-
-
-def wait(verifications, timeout: float = 600) -> float:
-    """Seconds until every run has finished (wall clock, measured here)."""
-    from verification.models import FINISHED, Verification
-
-    start = time.monotonic()
-    ids = [v.pk for v in verifications]
-    while Verification.objects.filter(pk__in=ids).exclude(status__in=FINISHED).exists():
-        if time.monotonic() - start > timeout:
-            raise SystemExit(f"runs did not finish within {timeout} s")
-        time.sleep(0.02)
-    return time.monotonic() - start
-
-
-def run_once(text: str, mode: str) -> dict:
-    from verification.models import Claim, Evidence, Source
-
-    started = time.monotonic()
-    verification = submit(text, mode)
-    wait([verification])
-    wall = time.monotonic() - started
-    verification.refresh_from_db()
-    sentences = verification.sentences.count()
-    evidence = Evidence.objects.filter(claim__sentence__verification=verification).count()
-    sources = Source.objects.filter(verification=verification).count()
-    return {
-        "status": verification.status,
-        "wall_s": round(wall, 3),
-        "sentences": sentences,
-        "claims": Claim.objects.filter(sentence__verification=verification).count(),
-        "evidence": evidence,
-        "sources": sources,
-        "llm_calls": verification.llm_calls,
-        "prompt_tokens": verification.prompt_tokens,
-        "completion_tokens": verification.completion_tokens,
-        "searches": verification.searches,
-        # FACTS&EVIDENCE: one call per sentence to decompose, one per (claim, evidence) to judge,
-        # one per source to categorize.
-        "paper_llm_calls": sentences + evidence + sources,
-    }
-
-
-def build_large_run(sentences: int = 50, claims_per_sentence: int = 3, evidence_per_claim: int = 6):
-    """A stored, finished run of 50 sentences, 150 claims and 900 evidence items."""
-    from verification.models import Claim, Evidence, SearchResult, Sentence, Source, SourceType, Verdict, Verification
-
-    rng = random.Random(3)
-    text = " ".join(f"Sentence number {i} states a fact about topic {i}." for i in range(sentences))
-    run = Verification.objects.create(text=text, settings={"model": "bench-model"}, status="done")
-    position, rows = 0, []
-    for i in range(sentences):
-        piece = f"Sentence number {i} states a fact about topic {i}."
-        rows.append(
-            Sentence(
-                verification=run,
-                index=i,
-                text=piece,
-                start=position,
-                end=position + len(piece),
-                paragraph_index=i // 5,
-                context=[piece],
-                position_in_context=0,
-                status="done",
-            )
-        )
-        position += len(piece) + 1
-    sentence_rows = Sentence.objects.bulk_create(rows)
-    claims = Claim.objects.bulk_create(
-        [
-            Claim(sentence=s, index=k, text=f"Claim {k} of {s.index}", query="q", status="done")
-            for s in sentence_rows
-            for k in range(claims_per_sentence)
-        ]
+    parser.add_argument("--runs", type=int, default=20, help="runs submitted at once (default 20)")
+    parser.add_argument("--mode", choices=["sparse", "dense"], default="dense", help="retrieval (default dense)")
+    parser.add_argument("--pages", default="small,realistic", help="page sets: small,realistic (default both)")
+    parser.add_argument("--databases", default="sqlite,postgresql", help="sqlite,postgresql (default both)")
+    parser.add_argument("--postgres-url", help="use this PostgreSQL instead of starting a throwaway cluster")
+    parser.add_argument("--recompute-requests", type=int, default=200)
+    parser.add_argument("--timeout", type=float, default=900, help="seconds a measurement may take (default 900)")
+    parser.add_argument("--logs", help="keep the app processes' logs (Celery's task log included) in this directory")
+    parser.add_argument("--json", dest="json_out", help="write the results here (default bench/results/latest.json)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="check that it works, fast: latencies 0.05/0.02/0.02 s, 2 runs at once, sparse, 5 recomputes, "
+        "a 120 s timeout; small pages and SQLite unless --pages or --databases say otherwise",
     )
-    sources = Source.objects.bulk_create(
-        [
-            Source(
-                verification=run,
-                url=f"https://site{n}.example/page",
-                host=f"site{n}.example",
-                title=f"Page {n}",
-                source_type=rng.choice(SourceType.values),
-                status="done",
-            )
-            for n in range(60)
-        ]
-    )
-    SearchResult.objects.bulk_create(
-        [
-            SearchResult(claim=c, source=sources[(c.pk + k) % 60], rank=k + 1, status="done")
-            for c in claims
-            for k in range(evidence_per_claim)
-        ]
-    )
-    Evidence.objects.bulk_create(
-        [
-            Evidence(
-                claim=c,
-                source=sources[(c.pk + k) % 60],
-                index=0,
-                passage="A passage. " * 30,
-                highlights=[[0, 10]],
-                relevance=rng.random(),
-                verdict=rng.choice(Verdict.values),
-                rationale="Because. " * 10,
-                status="done",
-            )
-            for c in claims
-            for k in range(evidence_per_claim)
-        ]
-    )
-    return run
-
-
-def measure_recompute(requests: int) -> dict:
-    """Server-side latency of the live-toggle request (the HTMX fragment), in process."""
-    from django.test import Client
-
-    from verification.models import Evidence, SourceType
-
-    run = build_large_run()
-    evidence_ids = list(Evidence.objects.filter(claim__sentence__verification=run).values_list("pk", flat=True))
-    rng = random.Random(5)
-    client = Client(HTTP_HX_REQUEST="true")
-    client.get(f"/v/{run.pk}")  # warm templates and connections
-    timings = []
-    for _ in range(requests):
-        excluded = ",".join(map(str, rng.sample(evidence_ids, rng.randint(1, 40))))
-        types = ",".join(rng.sample(SourceType.values, rng.randint(0, 2)))
-        url = f"/v/{run.pk}?sentence={rng.randrange(50)}&exclude_evidence={excluded}&exclude_types={types}"
-        started = time.perf_counter()
-        response = client.get(url)
-        timings.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200
-    timings.sort()
-    return {
-        "evidence": len(evidence_ids),
-        "p50_ms": round(statistics.median(timings), 1),
-        "p95_ms": round(timings[int(0.95 * len(timings)) - 1], 1),
-    }
-
-
-def clear_caches() -> None:
-    from django.core.cache import cache
-
-    from verification.models import HostCategory
-
-    cache.clear()
-    HostCategory.objects.all().delete()
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.llm_latency, args.search_latency, args.page_latency = 0.05, 0.02, 0.02
+        args.runs, args.mode, args.recompute_requests, args.timeout = 2, "sparse", 5, 120
+        args.databases = "sqlite" if args.databases == parser.get_default("databases") else args.databases
+        args.pages = "small" if args.pages == parser.get_default("pages") else args.pages
+    args.pages = [p for p in args.pages.split(",") if p]
+    args.databases = [d for d in args.databases.split(",") if d]
+    return args
 
 
 def main() -> None:
     args = parse_args()
-    workdir = tempfile.mkdtemp(prefix="factsite-bench-")
-    processes: list[subprocess.Popen] = []
     try:
-        redis, redis_url = start_redis(workdir)
-        processes.append(redis)
-        results = run_benchmark(args, workdir, redis_url, processes)
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait(30)
-        shutil.rmtree(workdir, ignore_errors=True)
-    print_table(results)
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(results, indent=2))
+        with Services() as services:
+            results = benchmark(args, services)
+    except KeyboardInterrupt:
+        say("interrupted: every process it started is stopped")
+        sys.exit(130)
+    text = report.markdown(results)
+    print(text)
+    out = Path(args.json_out) if args.json_out else RESULTS / "latest.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    out.with_suffix(".md").write_text(text)
+    say(f"wrote {out} and {out.with_suffix('.md')}")
 
 
-def run_benchmark(args, workdir: str, redis_url: str, processes: list) -> dict:
-    """Simulated services in this process, Celery workers in others, this process submitting."""
+def benchmark(args, services: Services) -> dict:
     sample = (ROOT / "sample.txt").read_text()
     edited = sample.replace(*EDIT)
-    texts = generated_texts(args.runs + 1)
-    sentences = [s.text for text in [sample, edited, *texts] for s in segment(text)]
-    sites = [site.start() for site in build_sites(list(dict.fromkeys(sentences)), latency=args.page_latency)]
-    serper = FakeSerper(sites=sites, latency=args.search_latency).start()
+    concurrent = generated_texts(args.runs)
+    texts = [sample, edited, *concurrent]
+    sentences = list(dict.fromkeys((s.text, topic_of(s.text, text)) for text in texts for s in segment(text)))
     llm = FakeLLM(latency=args.llm_latency).start()
-    env = {
+    services.on_stop(llm.stop)
+    webs, serpers = {}, {}
+    for name in args.pages:
+        if name == "small":
+            webs[name] = build_sites([s for s, _ in sentences], latency=args.page_latency)
+        elif name == "realistic":
+            started = time.monotonic()
+            webs[name] = build_realistic_sites(sentences, latency=args.page_latency)
+            say(f"generated the {name} pages in {time.monotonic() - started:.1f} s")
+        else:
+            sys.exit(f"unknown page set {name!r} (small, realistic)")
+        for site in webs[name]:
+            site.start()
+            services.on_stop(site.stop)
+        serpers[name] = FakeSerper(sites=webs[name], latency=args.search_latency).start()
+        services.on_stop(serpers[name].stop)
+        serpers[name].results("index every page now", 1)  # not during the first measured search
+    results = {
+        "settings": {k: v for k, v in vars(args).items() if k != "json_out"},
+        "environment": environment(),
+        "pages": {name: describe(web) for name, web in webs.items()},
+        "bound_s": critical_path(args),
+        "worker_commands": [_shown(p.command) for p in app_processes(args, Path("<logs>"), "run")],
+        "rows": [],
+        "extras": {},
+        "skipped": [],
+    }
+    for database in args.databases:
+        if database == "postgresql" and not args.postgres_url and postgres_binaries() is None:
+            note = "PostgreSQL rows: no PostgreSQL binaries (/usr/lib/postgresql/*/bin or initdb/postgres on PATH)"
+            say(f"skipped {note}")
+            results["skipped"].append(note)
+            continue
+        if database not in ("sqlite", "postgresql"):
+            sys.exit(f"unknown database {database!r} (sqlite, postgresql)")
+        measure_database(args, services, database, llm, serpers, sample, edited, concurrent, results)
+    results["goals"] = report.goals(results["rows"], args.runs)
+    results["app_changed"] = app_fingerprint() != results["environment"]["app"]
+    if results["app_changed"]:
+        say("warning: the app's files changed while the benchmark ran; its rows may measure different code")
+    return results
+
+
+def _shown(command: list[str]) -> str:
+    """A command as a person would type it: `celery …`, not this venv's python -m celery."""
+    if command[:3] == [sys.executable, "-m", "celery"]:
+        command = ["celery", *command[3:]]
+    return " ".join(command)
+
+
+def critical_path(args) -> float:
+    """decompose (LLM) + search + fetch (page) + judge (LLM): the steps a claim waits on, one
+    after the other. Categorizing an unknown host runs beside the fetches, off the path."""
+    return round(2 * args.llm_latency + args.search_latency + args.page_latency, 3)
+
+
+def measure_database(args, services, database, llm, serpers, sample, edited, concurrent, results) -> None:
+    redis, redis_url = start_redis(services)
+    system = [redis]  # what the app stands on: its CPU is the app's too
+    if database == "sqlite":
+        database_url = f"sqlite:///{services.workdir}/bench.sqlite3"
+    elif args.postgres_url:
+        database_url = args.postgres_url
+    else:
+        bin_dir = postgres_binaries()
+        postgres, database_url = start_postgres(services, bin_dir)
+        system.append(postgres)
+        results["environment"]["postgresql"] = postgres_version(bin_dir)
+    env = app_env(args, database_url, redis_url, llm)
+    measurer = Measurer(services, env, services.workdir / f"measure-{database}.log")
+    for pages, serper in serpers.items():
+        serper_env = {"SERPER_API_KEY": serper.api_key, "SERPER_BASE_URL": serper.url}
+        app = App(args, services, env | serper_env, f"{database}-{pages}")
+        for texts in ([sample], concurrent):
+            app.restart()
+            for state in ("cold", "warm"):
+                request = {"texts": texts, "mode": args.mode, "timeout": args.timeout, "clear_caches": True}
+                row = measure(args, app, measurer, system, request) | {"db": database, "pages": pages, "state": state}
+                row["workers_ready_s"] = app.ready_s if state == "cold" else None
+                results["rows"].append(row)
+                say(f"{database}, {pages} pages, {state}, {len(texts)} run(s): {row['finished']}, {row['wall_s']} s")
+                if database not in results["extras"] and state == "warm":
+                    # Once per database, after a run on warm workers: an edited text (with the
+                    # caches that run left) and the live recompute.
+                    extra = {"texts": [], "mode": args.mode, "timeout": args.timeout, "edited": edited}
+                    extra["recompute"] = args.recompute_requests
+                    results["extras"][database] = measurer.measure(extra, args.timeout + 600) | {"pages": pages}
+                if not row["all_finished"]:
+                    app.restart()  # its unfinished tasks would slow down the next measurement
+        app.stop()
+    services.stop(measurer.service, *system)
+
+
+def app_env(args, database_url: str, redis_url: str, llm: FakeLLM) -> dict:
+    return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "factsite.settings",
-        "DATABASE_URL": args.database_url or f"sqlite:///{workdir}/bench.sqlite3",
+        "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "OPENAI_API_KEY": "bench",
         "OPENAI_BASE_URL": llm.url + "/v1",
         "LLM_MODELS": "bench-model",
-        "SERPER_API_KEY": serper.api_key,
-        "SERPER_BASE_URL": serper.url,
         "ALLOW_PRIVATE_FETCH": "1",
         "DJANGO_ALLOWED_HOSTS": "testserver,127.0.0.1",
         "DJANGO_SECRET_KEY": "bench",
         "LOG_LEVEL": "WARNING",
+        "PYTHONPATH": str(ROOT),
+        **dict(setting.split("=", 1) for setting in args.app_env),
     }
-    os.environ.update(env)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    for n in range(args.workers):
-        processes.append(start_worker(env, args.concurrency, f"bench{n}@%h", args.worker_log))
-    return benchmark(args, sample, edited, texts)
 
 
-def benchmark(args, sample: str, edited: str, texts: list[str]) -> dict:
-    run_once(texts[-1], args.mode)  # warm-up: worker imports, connections, model load
-    clear_caches()
-    single = run_once(sample, args.mode)
-    bound = 2 * args.llm_latency + args.search_latency + args.page_latency
-    single |= {"critical_path_s": bound, "ratio": round(single["wall_s"] / bound, 2)}
-    if args.only_single:
-        return {"settings": vars(args) | {"json_out": None}, "single": single}
-    edited_run = run_once(edited, args.mode)
-    clear_caches()
-    started = time.monotonic()
-    batch = [submit(text, args.mode) for text in texts[: args.runs]]
-    wait(batch)
-    total = time.monotonic() - started
-    from verification.models import Verification
+def measure(args, app: App, measurer: Measurer, system: list, request: dict) -> dict:
+    """One measurement: caches emptied, the texts submitted at once, CPU counted around it."""
+    load = os.getloadavg()[0]
+    before = _cpu(app, measurer, system)
+    measured = measurer.measure(request, timeout=args.timeout + 600)
+    after = _cpu(app, measurer, system)
+    cpu = {k: round(after[k] - before[k], 1) for k in before}
+    cpu["others_s"] = round(cpu.pop("machine_s") - sum(cpu.values()), 1)
+    runs = measured["runs"]
+    row = summarize(args, runs, cpu) | {"load_before": round(load, 2)}
+    row["tasks"] = report.task_times(app.task_logs, min(r["submitted_at"] for r in runs), row["ended_at"])
+    return row
 
-    finished = Verification.objects.filter(pk__in=[v.pk for v in batch], status="done").count()
+
+def _cpu(app: App, measurer: Measurer, system: list) -> dict:
+    """CPU seconds so far: the app's processes, what they stand on (Redis, PostgreSQL), this
+    process (the simulated services), the measuring client, and the whole machine."""
     return {
-        "settings": vars(args) | {"json_out": None},
-        "single": single,
-        "edited_rerun": edited_run,
-        "recompute": measure_recompute(args.recompute_requests),
-        "throughput": {"runs": args.runs, "finished": finished, "wall_s": round(total, 2)},
+        "workers_s": app.cpu_seconds(),
+        "redis_db_s": sum(group_cpu_seconds(s.pid) for s in system),
+        "bench_s": _own_cpu_seconds(),
+        "client_s": measurer.cpu_seconds(),
+        "machine_s": machine_cpu_seconds(),
     }
 
 
-def print_table(r: dict) -> None:
-    if "recompute" not in r:
-        print(json.dumps(r["single"], indent=2))
-        return
-    s, e, c, t = r["single"], r["edited_rerun"], r["recompute"], r["throughput"]
-    rows = [
-        ("7-sentence passage: wall time", f"{s['wall_s']:.2f} s"),
-        ("critical-path bound (decompose + search + fetch + judge)", f"{s['critical_path_s']:.2f} s"),
-        ("ratio wall / bound", f"{s['ratio']:.2f}"),
-        (
-            "sentences / claims / evidence / sources",
-            f"{s['sentences']} / {s['claims']} / {s['evidence']} / {s['sources']}",
-        ),
-        ("LLM calls (FACTS&EVIDENCE scheme for the same evidence)", f"{s['llm_calls']} ({s['paper_llm_calls']})"),
-        ("prompt / completion tokens", f"{s['prompt_tokens']} / {s['completion_tokens']}"),
-        ("web searches", f"{s['searches']}"),
-        (
-            "edited text, one sentence changed: LLM calls / searches",
-            f"{e['llm_calls']} / {e['searches']}  ({e['wall_s']:.2f} s)",
-        ),
-        (f"recompute p50 / p95 ({c['evidence']} evidence, server-side)", f"{c['p50_ms']} / {c['p95_ms']} ms"),
-        (
-            f"throughput: {t['runs']} runs at once, {r['settings']['workers']} workers",
-            f"{t['finished']}/{t['runs']} done in {t['wall_s']:.1f} s",
-        ),
-    ]
-    width = max(len(name) for name, _ in rows)
-    print(f"{'measure'.ljust(width)}  value")
-    for name, value in rows:
-        print(f"{name.ljust(width)}  {value}")
+def _own_cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def summarize(args, runs: list[dict], cpu: dict) -> dict:
+    done = sum(r["status"] == "done" for r in runs)
+    failed = sum(r["status"] == "failed" for r in runs)
+    unfinished = len(runs) - done - failed
+    all_finished = unfinished == 0
+    start = min(r["submitted_at"] for r in runs)
+    ended = max((r["finished_at"] for r in runs if r["finished_at"]), default=start + args.timeout)
+    wall = round(ended - start, 3) if all_finished else None
+    bound = critical_path(args)
+    total = {k: sum(r[k] for r in runs) for k in ("llm_calls", "searches", "sources", "sentences", "claims")}
+    total |= {k: sum(r[k] for r in runs) for k in ("evidence", "evidence_judged", "sources_failed", "paper_llm_calls")}
+    total |= {k: sum(r[k] for r in runs) for k in ("prompt_tokens", "completion_tokens")}
+    # What the simulated latencies alone cost, spread over every worker thread: with more
+    # waiting than threads, no code could finish sooner than this.
+    waiting = total["llm_calls"] * args.llm_latency + total["searches"] * args.search_latency
+    waiting += total["sources"] * args.page_latency
+    finished = f"{done}/{len(runs)} done" + (f", {failed} failed" if failed else "")
+    finished += f", {unfinished} unfinished after {args.timeout:g} s" if unfinished else ""
+    walls = [r["wall_s"] for r in runs if r["wall_s"] is not None]
+    return {
+        "runs": len(runs),
+        "wall_s": wall,
+        "run_wall_p50_s": round(statistics.median(walls), 3) if walls else None,
+        "bound_s": bound,
+        "ratio": round(wall / bound, 2) if wall else None,
+        "thread_bound_s": round(max(bound, waiting / (args.workers * args.concurrency)), 2),
+        "finished": finished,
+        "all_finished": all_finished,
+        "all_done": done == len(runs),
+        "ended_at": ended,
+        "cpu": cpu,
+        **total,
+        "errors": sorted({r["error"] for r in runs if r["error"]}),
+        "per_run": [{k: r[k] for k in ("status", "wall_s", "llm_calls", "evidence", "sources_failed")} for r in runs],
+    }
+
+
+# Not the app: what the benchmark, the tests and the docs change does not change what is measured.
+NOT_APP = ("bench/", "tests/", "docs/", ".ci/", "scripts/", "README.md")
+GIT = ["git", "--no-optional-locks", "-C", str(ROOT)]  # read-only: never touches the index
+
+
+def _git(*args: str) -> str:
+    return subprocess.run([*GIT, *args], capture_output=True, text=True).stdout
+
+
+def app_fingerprint() -> str:
+    """A hash of the app's files as they are on disk (committed or not): equal at the start and
+    the end means every measurement ran the same app."""
+    digest = hashlib.sha1()
+    for name in sorted(_git("ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")):
+        if name and not name.startswith(NOT_APP):
+            digest.update(name.encode())
+            with contextlib.suppress(OSError):
+                digest.update((ROOT / name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def environment() -> dict:
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo if "model name" in line), platform.processor())
+    memory = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if "MemTotal" in line)
+    redis = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.split()
+    # Porcelain lines are "XY path"; only the app's own files make the measured code differ from the commit.
+    changed = [line[3:] for line in _git("status", "--porcelain").splitlines() if not line[3:].startswith(NOT_APP)]
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": _git("rev-parse", "--short", "HEAD").strip() or "unknown",
+        "dirty": bool(changed),
+        "cores": os.cpu_count(),
+        "cpu": cpu,
+        "memory_gb": round(memory / 1024 / 1024),
+        "python": platform.python_version(),
+        "redis": f"Redis {redis[2].removeprefix('v=')}" if len(redis) > 2 else "Redis",
+        "sqlite": sqlite3.sqlite_version,
+        "load_average": round(os.getloadavg()[0], 2),
+        "app": app_fingerprint(),
+    }
 
 
 if __name__ == "__main__":

@@ -1,0 +1,229 @@
+"""The benchmark's results as Markdown (the README's table is pasted from it), its goals, and
+where the time went, read from the workers' own task log (`Task … succeeded in 0.52s`)."""
+
+import re
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+
+GOAL_WARM = 1.5
+GOAL_COLD = 2.0
+GOAL_POSTGRES = 1.10
+STEPS = {
+    "verification_start": "start",
+    "sentence_decompose": "decompose",
+    "claim_search": "search",
+    "source_fetch": "fetch",
+    "evidence_judge": "judge",
+    "host_categorize": "categorize",
+}
+MAIN_STEPS = ["decompose", "search", "fetch", "judge"]
+_TASK_LINE = re.compile(
+    r"^\[(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(?P<ms>\d{3}): \w+/[^\]]*\] Task (?P<task>[\w.]+)\[[^\]]+\] "
+    r"(?:succeeded in (?P<runtime>[\d.e-]+)s|(?P<retry>retry)|(?P<failed>raised unexpected))"
+)
+
+
+def task_times(logs: list[Path], start: float, end: float) -> dict:
+    """Per step, the tasks that ended within [start, end]: how many, their run times (p50, max,
+    total) and when the last one ended (seconds after `start`); retries and failures."""
+    runtimes: dict[str, list[float]] = defaultdict(list)
+    last_end: dict[str, float] = {}
+    retries = failures = 0
+    for log in logs:
+        if not log.exists():
+            continue
+        for line in log.read_text(errors="replace").splitlines():
+            match = _TASK_LINE.match(line)
+            if not match:
+                continue
+            at = time.mktime(time.strptime(match["at"], "%Y-%m-%d %H:%M:%S")) + int(match["ms"]) / 1000
+            # Log times are to the millisecond; the end was polled (20 ms): nothing of the next
+            # measurement can end within this slack.
+            if not start - 0.05 <= at <= end + 0.05:
+                continue
+            if match["retry"]:
+                retries += 1
+                continue
+            if match["failed"]:
+                failures += 1
+                continue
+            step = STEPS.get(match["task"].rsplit(".", 1)[-1], match["task"].rsplit(".", 1)[-1])
+            runtimes[step].append(float(match["runtime"]))
+            last_end[step] = max(last_end.get(step, 0.0), at - start)
+    steps = {
+        step: {
+            "count": len(values),
+            "p50_s": round(statistics.median(values), 3),
+            "max_s": round(max(values), 3),
+            "total_s": round(sum(values), 1),
+            "last_end_s": round(last_end[step], 2),
+        }
+        for step, values in sorted(runtimes.items())
+    }
+    return {"steps": steps, "retries": retries, "failures": failures}
+
+
+def goals(rows: list[dict], concurrent: int) -> list[dict]:
+    """Pass/fail of each goal, with the rows that decide it."""
+    result = []
+    for state, limit in (("warm", GOAL_WARM), ("cold", GOAL_COLD)):
+        for runs in sorted({r["runs"] for r in rows}):
+            scope = [r for r in rows if r["state"] == state and r["runs"] == runs and r["ratio"] is not None]
+            if not scope:
+                continue
+            worst = max(scope, key=lambda r: r["ratio"])
+            over = [r for r in scope if r["ratio"] > limit]
+            result.append(
+                {
+                    "goal": f"{state} ratio ≤ {limit} ({_runs(runs)})",
+                    "pass": not over and all(r["all_done"] for r in scope),
+                    "detail": f"worst {worst['ratio']:.2f} ({_where(worst)}); {len(over)} of {len(scope)} over",
+                }
+            )
+    scope = [r for r in rows if r["runs"] == concurrent and concurrent > 1]
+    if scope:
+        short = [r for r in scope if not r["all_done"]]
+        result.append(
+            {
+                "goal": f"{concurrent} concurrent runs all finish",
+                "pass": not short,
+                "detail": "; ".join(f"{_where(r)}: {r['finished']}" for r in short) or f"{len(scope)} of {len(scope)}",
+            }
+        )
+    pairs = []
+    for pg in (r for r in rows if r["db"] == "postgresql"):
+        lite = next((r for r in rows if r["db"] == "sqlite" and _key(r) == _key(pg)), None)
+        if lite and lite["wall_s"] and pg["wall_s"]:
+            pairs.append((pg["wall_s"] / lite["wall_s"], pg))
+    if pairs:
+        worst_ratio, worst = max(pairs, key=lambda p: p[0])
+        over = [p for p in pairs if p[0] > GOAL_POSTGRES]
+        result.append(
+            {
+                "goal": "PostgreSQL within 10% of SQLite",
+                "pass": not over,
+                "detail": f"worst {worst_ratio:.2f}× ({_where(worst)}); {len(over)} of {len(pairs)} over",
+            }
+        )
+    return result
+
+
+def _key(row: dict) -> tuple:
+    return row["pages"], row["state"], row["runs"]
+
+
+def _runs(runs: int) -> str:
+    return "1 run" if runs == 1 else f"{runs} concurrent runs"
+
+
+def _where(row: dict) -> str:
+    return f"{row['db']}, {row['pages']} pages, {row['state']}, {_runs(row['runs'])}"
+
+
+def _kb(size: int) -> str:
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:.1f} MB"
+    return f"{size / 1000:.0f} KB" if size >= 1000 else f"{size} B"
+
+
+def _others(results: dict) -> str:
+    return f"{sum(max(0.0, r['cpu']['others_s']) for r in results['rows']):.0f}"
+
+
+def _step(step: dict, ends: bool = True) -> str:
+    text = f"{step['p50_s']:.2f} / {step['max_s']:.2f} ({step['count']})"
+    return text + (f", ends {step['last_end_s']:.1f}" if ends else "")
+
+
+def markdown(results: dict) -> str:
+    s, env = results["settings"], results["environment"]
+    lines = []
+    if results.get("app_changed"):
+        lines += ["**The app's files changed while this ran: its rows may measure different code.**", ""]
+    lines += [
+        f"Measured {env['date']} at commit {env['commit']}{' with uncommitted app changes' if env['dirty'] else ''}: "
+        f"{env['cores']} cores ({env['cpu']}), {env['memory_gb']} GB, Python {env['python']}, {env['redis']}, "
+        f"SQLite {env['sqlite']}, {env.get('postgresql') or 'no PostgreSQL'}; load average {env['load_average']} at "
+        f"the start, and other processes on the machine used {_others(results)} CPU seconds while it measured. "
+        f"{len(results['worker_commands'])} app process(es): "
+        + "; ".join(f"`{c}`" for c in results["worker_commands"])
+        + f". Retrieval mode {s['mode']}; simulated latencies: LLM {s['llm_latency']} s, search "
+        f"{s['search_latency']} s, page {s['page_latency']} s.",
+        "",
+        "Pages served by the simulated web sites:",
+        "",
+        "| pages | count | size (min / median / max) | article sentences (min / median / max) |",
+        "| --- | ---: | --- | --- |",
+    ]
+    for name, p in results["pages"].items():
+        lines.append(
+            f"| {name} | {p['pages']} | {_kb(p['bytes_min'])} / {_kb(p['bytes_median'])} / {_kb(p['bytes_max'])} | "
+            f"{p['sentences_min']} / {p['sentences_median']} / {p['sentences_max']} |"
+        )
+    lines += [
+        "",
+        f"Critical-path bound: decompose + search + fetch + judge = 2 × LLM + search + page = "
+        f"{results['bound_s']:.2f} s, what a run takes if each step costs exactly its simulated latency and "
+        "nothing waits (it ignores CPU and how many tasks run at once, so it is the same for 1 run and for "
+        f"{s['runs']} at once). Ratio = wall ÷ bound. Cold: fresh worker processes, the first submission after "
+        "they log `ready` (how long that took from their start is shown; it is not in the wall time); warm: the "
+        "same workers, right after. Caches are emptied before every measurement.",
+        "",
+        "| database | pages | workers | runs | wall s (median run) | bound s | ratio | finished | LLM calls | "
+        "evidence | pages failed | workers ready after s | goal |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | :---: |",
+    ]
+    for r in results["rows"]:
+        wall = "–" if r["wall_s"] is None else f"{r['wall_s']:.2f}"
+        if r["runs"] > 1 and r["run_wall_p50_s"] is not None:
+            wall += f" ({r['run_wall_p50_s']:.2f})"
+        ratio = "–" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        limit = GOAL_WARM if r["state"] == "warm" else GOAL_COLD
+        ok = r["all_done"] and r["ratio"] is not None and r["ratio"] <= limit
+        lines.append(
+            f"| {r['db']} | {r['pages']} | {r['state']} | {r['runs']} | {wall} | {r['bound_s']:.2f} | {ratio} | "
+            f"{r['finished']} | {r['llm_calls']} | {r['evidence']} | {r['sources_failed']} | "
+            f"{'–' if r.get('workers_ready_s') is None else r['workers_ready_s']} | {'✓' if ok else '✗'} |"
+        )
+    lines += ["", "| goal | result | detail |", "| --- | :---: | --- |"]
+    lines += [f"| {g['goal']} | {'PASS' if g['pass'] else 'FAIL'} | {g['detail']} |" for g in results["goals"]]
+    lines += [
+        "",
+        "Where the time went: each step's task run time in the workers (median / max seconds, and how many), "
+        "when the step's last task ended (seconds after submission), Celery retries and failures; CPU seconds "
+        "used by the workers (by Redis and the database server / the measuring client / the simulated services / "
+        "other processes on the machine), and the app's share of the cores over the wall time:",
+        "",
+        "| database | pages | workers | runs | " + " | ".join(MAIN_STEPS) + " | other | retries / failures | CPU s | "
+        "app's share of the cores |",
+        "| --- | --- | --- | ---: |" + " --- |" * len(MAIN_STEPS) + " --- | ---: | --- | ---: |",
+    ]
+    for r in results["rows"]:
+        steps = r["tasks"]["steps"]
+        cells = [_step(steps[m]) if m in steps else "–" for m in MAIN_STEPS]
+        other = ", ".join(f"{k} {_step(v, ends=False)}" for k, v in steps.items() if k not in MAIN_STEPS)
+        cpu = r["cpu"]
+        app = cpu["workers_s"] + cpu["redis_db_s"]
+        busy = app / (r["wall_s"] * results["environment"]["cores"]) if r["wall_s"] else 0
+        lines.append(
+            f"| {r['db']} | {r['pages']} | {r['state']} | {r['runs']} | {' | '.join(cells)} | {other or '–'} | "
+            f"{r['tasks']['retries']} / {r['tasks']['failures']} | {cpu['workers_s']:.1f} ({cpu['redis_db_s']:.1f} / "
+            f"{cpu['client_s']:.1f} / {cpu['bench_s']:.1f} / {cpu['others_s']:.1f}) | {busy:.0%} |"
+        )
+    for db, extra in results.get("extras", {}).items():
+        e, c = extra.get("edited_rerun"), extra.get("recompute")
+        if e:
+            lines.append(
+                f"\n{db}, {extra['pages']} pages, warm: an edited text (one sentence changed, caches kept) made "
+                f"{e['llm_calls']} LLM calls and {e['searches']} searches in {e['wall_s']:.2f} s."
+            )
+        if c:
+            lines.append(
+                f"{db}: live recompute of a run with {c['evidence']} evidence items, server-side: "
+                f"p50 {c['p50_ms']} ms, p95 {c['p95_ms']} ms."
+            )
+    for note in results.get("skipped", []):
+        lines.append(f"\nSkipped: {note}")
+    return "\n".join(lines) + "\n"
