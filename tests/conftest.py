@@ -90,6 +90,18 @@ def world(settings):
         server.stop()
 
 
+def world_environment(world) -> dict[str, str]:
+    """What points a subprocess of the app (CLI, worker, web server) at the fake outside world."""
+    return {
+        "OPENAI_API_KEY": "test-openai-key",
+        "OPENAI_BASE_URL": world.llm.url + "/v1",
+        "LLM_MODELS": MODEL,
+        "SERPER_API_KEY": world.serper.api_key,
+        "SERPER_BASE_URL": world.serper.url,
+        "ALLOW_PRIVATE_FETCH": "1",
+    }
+
+
 class _World:
     def __init__(self, llm: FakeLLM, serper: FakeSerper, sites: list[FakeSite]) -> None:
         self.llm, self.serper, self.sites = llm, serper, sites

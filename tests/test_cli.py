@@ -15,7 +15,7 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.conftest import MODEL, ROOT
+from tests.conftest import ROOT, world_environment
 
 SAMPLE = ROOT / "sample.txt"
 
@@ -42,12 +42,7 @@ def env(world, tmp_path, migrated_database):
         "PATH": os.environ["PATH"],
         "HOME": str(tmp_path),
         "DATABASE_URL": f"sqlite:///{database}",
-        "OPENAI_API_KEY": "test-openai-key",
-        "OPENAI_BASE_URL": world.llm.url + "/v1",
-        "LLM_MODELS": MODEL,
-        "SERPER_API_KEY": world.serper.api_key,
-        "SERPER_BASE_URL": world.serper.url,
-        "ALLOW_PRIVATE_FETCH": "1",
+        **world_environment(world),
         "DJANGO_SECRET_KEY": "cli-test",
         "LOG_LEVEL": "WARNING",
         "CACHE_URL": "locmemcache://",

@@ -27,7 +27,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.utils import timezone
 
-from tests.conftest import MODEL, ROOT, free_port
+from tests.conftest import MODEL, ROOT, free_port, world_environment
 from verification import heartbeat, providers, selectors, services, tasks
 from verification.models import (
     Claim,
@@ -232,12 +232,7 @@ def processes(world, shared_database, tmp_path):
         "PYTHONUNBUFFERED": "1",
         "DATABASE_URL": shared_database,
         "DJANGO_SECRET_KEY": "recovery-test",
-        "OPENAI_API_KEY": "test-openai-key",
-        "OPENAI_BASE_URL": world.llm.url + "/v1",
-        "LLM_MODELS": MODEL,
-        "SERPER_API_KEY": world.serper.api_key,
-        "SERPER_BASE_URL": world.serper.url,
-        "ALLOW_PRIVATE_FETCH": "1",
+        **world_environment(world),
         "LOG_LEVEL": "WARNING",
         "RUNS_PER_HOUR": "0",
         # Pages parsed in the workers' threads: a CPU pool loads the embedding model in each of its
