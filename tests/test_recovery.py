@@ -398,7 +398,11 @@ def test_runs_finish_on_their_own_after_redis_restarts_and_the_site_answers_duri
     assert worker.poll() is None, f"the worker exited when Redis went away\n{processes.tail(80)}"
     assert "the sweeper will resume it" in processes.log("worker")  # the searches it could not send
     assert_ended_with_reasons(ids)
-    assert {(run.status, run.resumes > 0) for run in Verification.objects.filter(pk__in=ids)} == {(Status.DONE, True)}
+    runs = Verification.objects.filter(pk__in=ids)
+    assert {run.status for run in runs} == {Status.DONE}
+    # The sweeper did the recovering: the runs whose messages the restart lost were resumed. (A
+    # run whose queued tasks all survived can finish without it, depending on timing.)
+    assert any(run.resumes > 0 for run in runs)
 
 
 # --- 3. the embedded worker (no Redis): the web process is the worker
