@@ -260,3 +260,25 @@ def test_a_run_whose_model_was_removed_fails_with_a_readable_reason(client, worl
     assert result["status"] == "failed"
     assert "retired-model is not configured any more" in result["error"]
     assert "internal error" not in result["error"]
+
+
+def test_a_sentence_whose_claims_exceed_the_runs_budget_is_skipped_with_the_reason(
+    client, world, celery_worker, settings
+):
+    # Two sentences of three claims each (the fake model splits on ";"), a budget of four: the
+    # first sentence decomposed takes three, the other does not fit and is not checked.
+    settings.MAX_CLAIMS_PER_RUN = 4
+    text = (
+        "The Eiffel Tower is in Paris; it was completed in 1889; it is made of iron.\n\n"
+        "The Colosseum is in Rome; it was completed in 80 AD; it held many spectators."
+    )
+    result = wait_for(client, run(client, text))
+
+    skipped = [s for s in result["sentences"] if s["outcome"] == "failed"]
+    checked = [s for s in result["sentences"] if s["outcome"] != "failed"]
+    assert len(skipped) == 1 and len(checked) == 1, [(s["outcome"], s["note"]) for s in result["sentences"]]
+    assert skipped[0]["note"] == "skipped: this run's budget of 4 claims (MAX_CLAIMS_PER_RUN) was spent"
+    assert skipped[0]["claims"] == [] and len(checked[0]["claims"]) == 3
+    assert Verification.objects.get(pk=result["id"]).claims_used == 3
+    assert result["status"] == "done"  # the checked sentence's evidence was judged
+    assert "decompose" in {p["step"] for p in result["problems"]}  # (the sample web has a 403 page too)

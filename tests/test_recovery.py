@@ -734,6 +734,32 @@ def test_the_sweeper_resumes_a_silent_run_from_where_its_rows_were_left(world, i
         assert outcome == [(s["status"], s["score"], s["outcome"]) for s in first["sentences"]]
 
 
+@pytest.mark.django_db
+def test_a_page_to_read_again_that_left_the_cache_and_the_web_fails_with_the_reason(world, inline):
+    # Page texts live in the shared cache, not in the run: a page read after its cached copy
+    # expired is downloaded again, and if it is gone by then, it fails honestly.
+    verification = inline.start(TEXT)
+    inline.run_all()
+    Verification.objects.filter(pk=verification.pk).update(
+        status=Status.RUNNING, finished_at=None, touched_at=timezone.now() - timedelta(minutes=1)
+    )
+    page_fetched_not_read(verification)
+    page = Source.objects.filter(verification=verification, search_results__status=Status.PENDING).first()
+    next(site for site in world.sites if page.url.startswith(site.url)).fail_status = 404
+    cache.clear()
+
+    assert tasks.sweep() == 1
+    inline.run_all()
+
+    page.refresh_from_db()
+    assert (page.status, page.error) == (Status.FAILED, "the page answered HTTP 404")
+    assert not SearchResult.objects.filter(source=page).exclude(status=Status.FAILED).exists()
+    assert stranded([verification.pk]) == {}
+    result = selectors.verification_result(Verification.objects.get(pk=verification.pk))
+    assert result["status"] == "done"
+    assert any("HTTP 404" in reason["reason"] for p in result["problems"] for reason in p["reasons"])
+
+
 # --- 5. a faulty model: every run ends, every failure says why, and a retry redoes it
 
 

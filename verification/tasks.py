@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import OperationalError
 from kombu.exceptions import OperationalError as BrokerError
 
-from factsite.celery import app
+from factsite.celery import app, ensure_embedded_worker
 from verification import cpu, heartbeat, providers, services
 from verification.cache import cache_key, lookup, remember, store
 from verification.models import FINISHED, Claim, Evidence, SearchResult, Sentence, Source, Status, Verification
@@ -73,7 +73,7 @@ def send(task, *args) -> None:
 
 def enqueue_verification(verification: Verification) -> None:
     """Start a run once the row is committed (the worker must be able to read it)."""
-    _ensure_worker()
+    ensure_embedded_worker()
     send(verification_start, str(verification.pk))
 
 
@@ -82,7 +82,7 @@ def retry_failed(verification_id) -> int:
     plan = services.verification_retry(verification_id)
     if not plan.items:
         return 0
-    _ensure_worker()
+    ensure_embedded_worker()
     _enqueue(plan)
     # Source types known at once (rules, another run's answer) end nothing by themselves.
     services.verification_finish(verification_id)
@@ -162,12 +162,6 @@ def _enqueue(plan: services.RetryPlan, *, ask_types_again: bool = False) -> None
         _maybe_judge(claim_id)
     for source in plan.retypes:
         _categorize(source, ask_again=ask_types_again)
-
-
-def _ensure_worker() -> None:
-    from factsite.celery import ensure_embedded_worker
-
-    ensure_embedded_worker()
 
 
 # --- fail-and-continue handlers, also used by StepTask.give_up
