@@ -34,6 +34,13 @@ class SourceType(models.TextChoices):
     SCIENTIFIC_MEDICAL_ARTICLE = "scientific_medical_article", "scientific/medical article"
     GOVERNMENT_WEBSITE = "government_website", "government website"
     OTHER = "other"
+    # A document the user gave the run (an upload or a URL they listed), not a search result.
+    YOUR_DOCUMENT = "your_document", "your document"
+
+
+class Origin(models.TextChoices):
+    WEB = "web", "web search"
+    DOCUMENT = "document", "your document"
 
 
 class Verdict(models.TextChoices):
@@ -131,6 +138,10 @@ class Source(models.Model):
     type_decided_by = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     error = models.TextField(blank=True)
+    # Found by web search, or given by the user (an uploaded file or a URL they listed).
+    origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.WEB)
+    # The publication date the page or PDF states, when it states one.
+    published = models.DateField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["verification", "url"], name="source_unique_url")]
@@ -146,6 +157,9 @@ class SearchResult(models.Model):
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="search_results")
     rank = models.PositiveIntegerField()
     snippet = models.TextField(blank=True)
+    # The search provider that found the page ("serper", "wikipedia", …); blank for the
+    # user's own documents.
+    provider = models.CharField(max_length=32, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
 
     class Meta:
@@ -167,6 +181,11 @@ class Evidence(models.Model):
     rationale = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     error = models.TextField(blank=True)
+    # The same text syndicated at another URL: this item is shown as "also at …" under the one
+    # it duplicates and does not count again.
+    duplicate_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates"
+    )
 
     class Meta:
         ordering = ["claim_id", "id"]
@@ -174,6 +193,23 @@ class Evidence(models.Model):
 
     def __str__(self) -> str:
         return f"evidence {self.pk} for claim {self.claim_id}: {self.verdict or self.status}"
+
+
+class Upload(models.Model):
+    """A file the user uploaded as evidence for their run. Its bytes stay in the database (a
+    worker on another machine reads them from there) and are never served back: pages show its
+    name and the passages chosen from it."""
+
+    source = models.OneToOneField(Source, on_delete=models.CASCADE, related_name="upload")
+    name = models.CharField(max_length=255)
+    # Sniffed from the content, not from the name: application/pdf, text/html, text/plain,
+    # text/markdown.
+    content_type = models.CharField(max_length=64)
+    sha256 = models.CharField(max_length=64)
+    body = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"upload {self.name} ({self.content_type}, {len(self.body)} bytes)"
 
 
 class HostCategory(models.Model):

@@ -66,9 +66,12 @@ forums, video platforms, Q&A sites), scientific_medical_article (journals, prepr
 medical references), government_website (governments, their agencies, intergovernmental bodies),
 other (shops, company pages, anything else). Answer with JSON: {"source_type": "<category>"}."""
 
+# What a web page can be: "your document" is for the user's own documents only.
+WEB_TYPES = tuple(t for t in SourceType if t is not SourceType.YOUR_DOCUMENT)
+
 SCHEMA = {
     "type": "object",
-    "properties": {"source_type": {"type": "string", "enum": [t.value for t in SourceType]}},
+    "properties": {"source_type": {"type": "string", "enum": [t.value for t in WEB_TYPES]}},
     "required": ["source_type"],
     "additionalProperties": False,
 }
@@ -104,10 +107,10 @@ def parse_source_type(answer: Any) -> SourceType:
     if not isinstance(value, str):
         raise MalformedAnswer("expected {'source_type': ...}")
     normalized = value.strip().lower().replace("/", "_").replace(" ", "_").replace("-", "_")
-    for source_type in SourceType:
+    for source_type in WEB_TYPES:
         if source_type.value == normalized or normalized.startswith(source_type.value):
             return source_type
-    named = [(normalized.find(t.value), t) for t in SourceType if t.value in normalized]
+    named = [(normalized.find(t.value), t) for t in WEB_TYPES if t.value in normalized]
     if named:  # prose: the category named first ("a blog rather than news" → blog)
         return min(named)[1]
     raise MalformedAnswer(f"not a category: {value[:60]!r}")

@@ -21,6 +21,8 @@ class SourceType(StrEnum):
     SCIENTIFIC_MEDICAL_ARTICLE = "scientific_medical_article"
     GOVERNMENT_WEBSITE = "government_website"
     OTHER = "other"
+    # The user's own documents; never a category a web page is put in.
+    YOUR_DOCUMENT = "your_document"
 
 
 class Verdict(StrEnum):
