@@ -39,8 +39,30 @@ def _child_init(embedding_model: str | None) -> None:
         torch.set_num_threads(1)
     except ImportError:
         pass
-    if embedding_model:
-        shared_embedder(embedding_model)
+    _warm_up(embedding_model)
+
+
+WARM_UP_PAGE = FetchedDocument(
+    url="about:warm-up",
+    final_url="about:warm-up",
+    content_type="text/html",
+    charset="utf-8",
+    body=b"<html><head><title>Warm-up</title></head><body><article><p>A first page read by this process "
+    b"loads the parser and the sentence splitter.</p><p>It also runs the model once.</p></article></body></html>",
+)
+
+
+def _warm_up(embedding_model: str | None) -> None:
+    """Load the model and run every step once on a tiny page, so a new process's first real
+    page does not pay for lazy imports and first-call setup."""
+    try:
+        page = read_page(WARM_UP_PAGE)
+        if embedding_model:
+            choose_excerpts(
+                ["The model runs once."], page.sentences, top_k=1, context=0, embedding_model=embedding_model
+            )
+    except Exception:  # a warm-up that fails must not break the pool; real pages will tell
+        logger.exception("warming up a CPU process failed")
 
 
 def read_page(document: FetchedDocument) -> PageSentences:
@@ -86,7 +108,7 @@ def start(*, warm_embedding_model: str | None = None, wait: bool = False) -> Non
     pool = _get_pool(warm_embedding_model)
     if pool is None:
         if warm_embedding_model:
-            loading = threading.Thread(target=shared_embedder, args=(warm_embedding_model,), daemon=True)
+            loading = threading.Thread(target=_warm_up, args=(warm_embedding_model,), daemon=True)
             loading.start()
             if wait:
                 loading.join()
