@@ -46,6 +46,7 @@ class GeneratedPage(FakePage):
 
     document: bytes = b""
     sentences: int = 0  # sentences of prose in the article (comments and chrome not counted)
+    article: tuple[str, ...] = ()  # those sentences: what an extractor should find (bench/extraction.py)
 
     def html(self) -> bytes:
         return self.document
@@ -309,7 +310,11 @@ def generated_page(
     document.append(_state(rng, chrome, article, target - sum(map(len, document))))
     document.append("</body></html>")
     return GeneratedPage(
-        title=title, body=f"{claim}\n\n{restated}", document="\n".join(document).encode(), sentences=count
+        title=title,
+        body=f"{claim}\n\n{restated}",
+        document="\n".join(document).encode(),
+        sentences=count,
+        article=tuple(article),
     )
 
 

@@ -6,6 +6,9 @@ import secrets
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from verification.pipeline.domains import InvalidDomain, parse_domain_list
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -43,6 +46,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Before the CSRF check, which reads the form (and so the whole upload).
+    "verification.limits.UploadSizeMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     # The API has no CSRF token: it takes only JSON bodies, which other sites cannot send (see Limits).
     "verification.limits.JsonOnlyApiMiddleware",
@@ -160,6 +165,16 @@ else:
     }
 CACHE_TTL = env.int("CACHE_TTL", default=7 * 24 * 3600)
 
+
+def _domain_list(name: str) -> list[str]:
+    """A comma list of domains, canonical (lowercase, no "www."); a typo stops the start with
+    its name rather than leaving a site unblocked."""
+    try:
+        return parse_domain_list(env.str(name, default="").split(","))
+    except InvalidDomain as error:
+        raise ImproperlyConfigured(f"{name}: {error}") from error
+
+
 # --- Outside services. Every endpoint has a base-URL variable so tests and self-hosters
 # can point it anywhere.
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
@@ -172,10 +187,34 @@ LLM_RETRY_BUDGET = env.float("LLM_RETRY_BUDGET", default=20.0)
 SERPER_API_KEY = env.str("SERPER_API_KEY", default="")
 SERPER_BASE_URL = env.str("SERPER_BASE_URL", default="https://google.serper.dev")
 SEARCH_TIMEOUT = env.float("SEARCH_TIMEOUT", default=15.0)
+# Search providers in the order they are tried (verification/providers.py): one without its key
+# or address is skipped, one that fails hands over to the next. Wikipedia, keyless, comes last,
+# so a fresh clone with only a language model can verify something.
+SEARCH_PROVIDERS = [
+    name.strip().lower() for name in env.str("SEARCH_PROVIDERS", default="").split(",") if name.strip()
+] or ["serper", "brave", "tavily", "searxng", "wikipedia"]
+BRAVE_API_KEY = env.str("BRAVE_API_KEY", default="")
+BRAVE_BASE_URL = env.str("BRAVE_BASE_URL", default="") or "https://api.search.brave.com"
+TAVILY_API_KEY = env.str("TAVILY_API_KEY", default="")
+TAVILY_BASE_URL = env.str("TAVILY_BASE_URL", default="") or "https://api.tavily.com"
+# A SearXNG instance of your own (its JSON format switched on); empty: not used.
+SEARXNG_URL = env.str("SEARXNG_URL", default="")
+WIKIPEDIA_BASE_URL = env.str("WIKIPEDIA_BASE_URL", default="") or "https://en.wikipedia.org/w/api.php"
 EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="sentence-transformers/all-MiniLM-L6-v2")
 ALLOW_PRIVATE_FETCH = env.bool("ALLOW_PRIVATE_FETCH", default=False)
 FETCH_TIMEOUT = env.float("FETCH_TIMEOUT", default=10.0)
 FETCH_MAX_BYTES = env.int("FETCH_MAX_BYTES", default=3_000_000)
+# A PDF cut short cannot be read, so PDFs have their own limit (refused over it, not truncated),
+# and only their first PDF_MAX_PAGES pages are read.
+PDF_MAX_BYTES = env.int("PDF_MAX_BYTES", default=20_000_000)
+PDF_MAX_PAGES = env.int("PDF_MAX_PAGES", default=50)
+# Evidence published more than this many years ago is flagged as possibly out of date.
+STALE_AFTER_YEARS = env.int("STALE_AFTER_YEARS", default=5)
+# Domain lists (comma lists; a domain covers its subdomains): search results on a blocked domain,
+# or outside the allowed ones when any are listed, are never read nor counted. A run stores the
+# lists it started with, so its result says what it left out even after they change.
+BLOCKED_DOMAINS = _domain_list("BLOCKED_DOMAINS")
+ALLOWED_DOMAINS = _domain_list("ALLOWED_DOMAINS")
 MAX_TEXT_CHARS = env.int("MAX_TEXT_CHARS", default=20_000)
 # A run with no progress for this long (in spite of the sweeper) is failed with that reason.
 RUN_TIMEOUT = env.int("RUN_TIMEOUT", default=1800)
@@ -192,6 +231,9 @@ TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 # Claims one run checks at most. Every sentence costs at least one, so a text with more sentences
 # is refused up front; during a run, a sentence whose claims no longer fit is not checked.
 MAX_CLAIMS_PER_RUN = env.int("MAX_CLAIMS_PER_RUN", default=60)
+# The user's own documents (URLs and uploads) one run may take, and the size of one upload.
+MAX_DOCUMENTS = env.int("MAX_DOCUMENTS", default=10)
+MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=10 * 2**20)
 
 
 # --- HTTPS and security headers (README, "Deploying"). Off by default, so `runserver` and

@@ -64,6 +64,13 @@ def celery_worker(redis_url, django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(autouse=True)
+def search_serper_only(settings):
+    """Serper alone unless a test says otherwise: the default list goes on to Wikipedia, which
+    is on the internet, when Serper fails or has no key."""
+    settings.SEARCH_PROVIDERS = ["serper"]
+
+
+@pytest.fixture(autouse=True)
 def isolated_cache(settings):
     """A fresh in-memory cache per test: cached answers must not leak between tests."""
     settings.CACHES = {
@@ -98,6 +105,8 @@ def world_environment(world) -> dict[str, str]:
         "LLM_MODELS": MODEL,
         "SERPER_API_KEY": world.serper.api_key,
         "SERPER_BASE_URL": world.serper.url,
+        # Never on to Wikipedia (the internet) when Serper fails.
+        "SEARCH_PROVIDERS": "serper",
         "ALLOW_PRIVATE_FETCH": "1",
     }
 

@@ -260,7 +260,7 @@ class _SearchHandler(_Handler):
         with server.lock:
             server.queries.append(request["q"])
         if server.fail_status:
-            return self._json(server.fail_status, {"message": "simulated failure"})
+            return self._json(server.fail_status, {"message": server.fail_message, "statusCode": server.fail_status})
         self._json(
             200,
             {
@@ -278,6 +278,8 @@ class FakeSerper(LoopbackServer):
     api_key: str = "test-serper-key"
     latency: float = 0.0
     fail_status: int = 0
+    # What a failure says: Serper answers 400 "Not enough credits" when an account's credits are spent.
+    fail_message: str = "simulated failure"
 
     def __post_init__(self) -> None:
         LoopbackServer.__init__(self, _SearchHandler)

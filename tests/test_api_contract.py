@@ -229,6 +229,8 @@ def test_the_declared_result_schema_refuses_what_the_result_never_is(client):
         "created_at": "2025-01-01T10:00:00+00:00",
         "finished_at": None,
         "settings": {},
+        "left_out": {"blocked": 0, "not_allowed": 0},
+        "evidence": "web",
         "score_rule": "all",
         "score": None,
         "band": "none",
@@ -250,6 +252,7 @@ def test_the_declared_result_schema_refuses_what_the_result_never_is(client):
         },
         "usage": {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "searches": 0},
         "sentences": [],
+        "documents": [],
         "sources": [],
     }
     assert errors_of(closed, result) == []
@@ -262,6 +265,7 @@ def test_the_declared_result_schema_refuses_what_the_result_never_is(client):
         {**result, "finished_at": 0},
         {key: value for key, value in result.items() if key != "usage"},
         {**result, "sentences": [{"index": 0, "text": "x"}]},
+        {**result, "left_out": {"blocked": -1, "not_allowed": 0}},
     ]:
         assert errors_of(declared, broken), broken
     assert errors_of(closed, {**result, "undeclared": 1})

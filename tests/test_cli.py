@@ -16,6 +16,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from tests.conftest import ROOT, world_environment
+from tests.fakes import FakePage, FakeSite
 
 SAMPLE = ROOT / "sample.txt"
 
@@ -224,3 +225,43 @@ def test_verify_on_a_fresh_clone_creates_its_database_tables_first(env, world, t
     assert result["status"] == "done" and len(result["sentences"]) == 1
     assert "Overall credibility" in done.stdout
     assert len(stored_clients(env)) == 1
+
+
+# --- the user's own documents
+
+
+def test_verify_checks_a_summary_against_its_sources_without_searching(env, world, tmp_path):
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nThe Eiffel Tower is a wrought-iron lattice tower in Paris, France.\n")
+    library = FakeSite(
+        pages={"/report": FakePage("Tower report", "The Eiffel Tower was completed in 1889 for the fair.")}
+    ).start()
+    out = tmp_path / "out.json"
+    try:
+        done = manage(
+            env,
+            *("verify", "--evidence", "documents", "--mode", "sparse", "--json", str(out)),
+            *("--source", str(notes), "--source", library.url + "/report"),
+            stdin="The Eiffel Tower is in Paris, France. It was completed in 1889.",
+        )
+    finally:
+        library.stop()
+
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["evidence"] == "documents" and world.serper.queries == []
+    assert [(d["kind"], d["status"]) for d in result["documents"]] == [("url", "done"), ("file", "done")]
+    assert result["documents"][1]["name"] == "notes.md"
+    evidence = [e for s in result["sentences"] for c in s["claims"] for e in c["evidence"]]
+    assert {e["source_type"] for e in evidence} == {"your_document"}
+    assert sum(e["verdict"] == "supported" for e in evidence) >= 2
+
+
+@pytest.mark.django_db
+def test_verify_refuses_a_source_that_is_not_a_document(world, tmp_path, monkeypatch):
+    junk = tmp_path / "photo.pdf"
+    junk.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 10)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Water boils at 100 degrees.")))
+
+    with pytest.raises(CommandError, match="photo.pdf is not a PDF, HTML, Markdown or text file"):
+        call_command("verify", "--evidence", "documents", "--source", str(junk))

@@ -649,3 +649,80 @@ def test_evidence_that_could_not_be_judged_is_a_failure_not_an_absence(tally, ex
 
 def test_a_tally_with_an_unknown_rule_scores_by_the_default_rule():
     assert Tally(supported=1, irrelevant=1, rule="bogus").score == 0.5
+
+
+# --- duplicate groups: the same text at several URLs counts once
+
+
+def duplicate(evidence_id, of, verdict="supported", *, source_type="news", claim=0, sentence=0):
+    letter = {"supported": "S", "not_supported": "N", "irrelevant": "I", "failed": "F", "pending": "P"}[verdict]
+    return EvidenceRecord(evidence_id, sentence, claim, source_type, *VERDICTS[letter], duplicate_of=of)
+
+
+def test_a_duplicate_group_counts_once_with_the_counted_items_verdict():
+    evidence = [record(1, "supported"), duplicate(2, of=1), duplicate(3, of=1), record(4, "not_supported")]
+
+    scores = compute_scores(evidence)
+
+    assert scores.overall == Tally(supported=1, not_supported=1, rule="all")
+    assert scores.claim(0).score == 0.5
+    assert scores.distribution == {"news": 100.0}
+    assert scores.left_out == frozenset()
+
+
+def test_a_group_counts_through_a_copy_of_an_included_type_when_the_counted_items_type_is_left_out():
+    evidence = [record(1, "supported", source_type="blog"), duplicate(2, of=1, source_type="news")]
+
+    scores = compute_scores(evidence, excluded_types={"blog"})
+
+    assert scores.overall == Tally(supported=1, rule="all")
+    assert scores.distribution == {"news": 100.0}  # the type it is still found under
+
+
+def test_a_group_is_left_out_once_when_every_copys_type_is_left_out():
+    evidence = [
+        record(1, "supported", source_type="blog"),
+        duplicate(2, of=1, source_type="news"),
+        record(3, "irrelevant", source_type="wiki"),
+    ]
+
+    scores = compute_scores(evidence, excluded_types={"blog", "news"})
+
+    assert scores.overall == Tally(irrelevant=1, excluded=1, rule="all")
+    assert scores.left_out == {1, 2}
+
+
+@pytest.mark.parametrize("unticked", [1, 2], ids=["the-counted-item", "a-copy"])
+def test_leaving_out_any_member_by_id_leaves_the_whole_group_out(unticked):
+    evidence = [record(1, "supported"), duplicate(2, of=1), record(3, "not_supported")]
+
+    scores = compute_scores(evidence, excluded_ids={unticked})
+
+    assert scores.overall == Tally(not_supported=1, excluded=1, rule="all")
+    assert scores.left_out == {1, 2}
+
+
+def test_a_duplicate_of_a_failed_or_pending_item_is_counted_as_its_group():
+    evidence = [record(1, "failed"), duplicate(2, of=1), record(3, "pending"), duplicate(4, of=3)]
+
+    assert compute_scores(evidence).overall == Tally(failed=1, pending=1, rule="all")
+
+
+def test_a_duplicate_whose_original_is_missing_counts_on_its_own():
+    assert compute_scores([duplicate(2, of=99)]).overall == Tally(supported=1, rule="all")
+
+
+@pytest.mark.parametrize("rule", ["all", "decisive"])
+def test_groups_count_once_in_their_sentence_and_claim_under_both_rules(rule):
+    evidence = [
+        record(1, "supported", sentence=0, claim=10),
+        duplicate(2, of=1, sentence=0, claim=10),
+        record(3, "irrelevant", sentence=1, claim=11),
+        duplicate(4, of=3, verdict="irrelevant", sentence=1, claim=11),
+    ]
+
+    scores = compute_scores(evidence, rule=rule)
+
+    assert (scores.sentence(0).supported, scores.sentence(0).total) == (1, 1)
+    assert scores.claim(11).irrelevant == 1
+    assert scores.claim(11).total == (1 if rule == "all" else 0)

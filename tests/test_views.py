@@ -35,6 +35,8 @@ SCRIPT = "<script>alert(1)</script>"
 ESCAPED_SCRIPT = "&lt;script&gt;alert(1)&lt;/script&gt;"
 SENTENCE = "The Eiffel Tower is in Paris, France."
 RUN_SETTINGS = {"model": MODEL, **DEFAULT_SETTINGS}
+# What a run stores of the domain lists when neither it nor the server has any.
+NO_DOMAIN_LISTS = {"blocked_domains": [], "server_blocked_domains": [], "server_allowed_domains": []}
 
 
 @pytest.fixture
@@ -291,6 +293,8 @@ def test_posting_a_text_stores_a_run_and_redirects_to_its_permalink(client, conf
         "top_k_results": 2,
         "top_k_passages": DEFAULT_SETTINGS["top_k_passages"],
         "context_size": 0,
+        "evidence": "web",
+        **NO_DOMAIN_LISTS,
     }
 
 
@@ -298,7 +302,7 @@ def test_posting_a_text_stores_a_run_and_redirects_to_its_permalink(client, conf
 def test_posting_only_the_text_runs_with_the_defaults(client, configured):
     client.post("/", {"text": SENTENCE})
 
-    assert Verification.objects.get().settings == {"model": MODEL, **DEFAULT_SETTINGS}
+    assert Verification.objects.get().settings == {"model": MODEL, **DEFAULT_SETTINGS, **NO_DOMAIN_LISTS}
 
 
 @pytest.mark.django_db

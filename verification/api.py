@@ -10,16 +10,18 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
+from django.utils.datastructures import MultiValueDict
 from ninja import Field, NinjaAPI, Query, Schema
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.responses import Status
 
-from verification import limits, providers, selectors, services, tasks
+from verification import api_uploads, limits, providers, selectors, services, tasks
 from verification.api_steps import steps
 from verification.forms import VerificationForm
 from verification.models import FINISHED, Verification
+from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
 from verification.pipeline.types import StepError
-from verification.schemas import BODY_ERRORS, Error, RunStatus, ScoreRule, VerificationResult
+from verification.schemas import BODY_ERRORS, Error, EvidenceMode, RunStatus, ScoreRule, VerificationResult
 from verification.scoring import DEFAULT_RULE
 from verification.viewstate import ViewState, parse_ids
 
@@ -68,11 +70,32 @@ class RunSettingsIn(Schema):
     top_k_results: int | None = None
     top_k_passages: int | None = None
     context_size: int | None = None
+    evidence: EvidenceMode | None = Field(
+        None, description="web (the default): search the web; documents: only the sources given; both"
+    )
+    blocked_domains: list[str] | None = Field(
+        None,
+        description=f"Domains whose results this run never reads nor counts (subdomains included), at most "
+        f"{MAX_RUN_BLOCKED_DOMAINS}; added to the server's BLOCKED_DOMAINS.",
+    )
+
+
+class SourceIn(Schema):
+    model_config = {"extra": "forbid"}
+
+    url: str = Field(description="a web page or file (http or https) to read as evidence")
+
+
+SOURCES_HELP = (
+    "Your documents, read as evidence with settings.evidence documents or both (with the uploaded files: "
+    f"at most {settings.MAX_DOCUMENTS} together, MAX_DOCUMENTS)."
+)
 
 
 class VerificationIn(Schema):
     text: str = Field(description=f"The text to verify, at most {settings.MAX_TEXT_CHARS:,} characters.")
     settings: RunSettingsIn = RunSettingsIn()
+    sources: list[SourceIn] = Field([], description=SOURCES_HELP)
 
 
 class VerificationCreated(Schema):
@@ -88,25 +111,43 @@ class VerificationCreated(Schema):
     tags=["verifications"],
     openapi_extra={
         "responses": {
+            413: {"description": "The upload is larger than MAX_DOCUMENTS files of MAX_UPLOAD_BYTES"},
+            415: {
+                "description": "Neither JSON nor multipart/form-data with the header "
+                f"{limits.UPLOAD_HEADER} (which no other site's page can send)"
+            },
             429: {
                 "description": "Too many runs from this client (RUNS_PER_HOUR)",
                 "headers": {
                     "Retry-After": {"description": "Seconds until it may start a run", "schema": {"type": "integer"}}
                 },
-            }
-        }
+            },
+        },
+        "requestBody": api_uploads.request_body_schema(VerificationIn),
     },
 )
-def verification_create(request: HttpRequest, payload: VerificationIn):
+def verification_create(request: HttpRequest):
     """Start a verification. It runs in the background: poll the result URL until `status` is
-    `done` or `failed`."""
-    form = VerificationForm(data={"text": payload.text, **payload.settings.dict(exclude_none=True)})
+    `done` or `failed`. Send JSON, or, to upload files as evidence, multipart/form-data with the
+    JSON in a `payload` part, one `files` part per file (PDF, HTML, Markdown or plain text) and
+    the header X-Requested-With (any value)."""
+    payload, uploads = api_uploads.read_request(request, VerificationIn)
+    form = VerificationForm(
+        data={
+            "text": payload.text,
+            **payload.settings.dict(exclude_none=True),
+            "sources": "\n".join(source.url for source in payload.sources),
+        },
+        files=MultiValueDict({"files": uploads}),
+    )
     if not form.is_valid():
         errors = {field: list(messages) for field, messages in form.errors.items()}
         detail = " ".join(f"{field}: {' '.join(messages)}" for field, messages in errors.items())
         return Status(400, {"detail": detail, "errors": errors})
     run_settings = form.run_settings()
-    problems = providers.configuration_problems(run_settings["model"])
+    problems = providers.configuration_problems(
+        run_settings["model"], web_search=run_settings["evidence"] != "documents"
+    )
     if problems:
         return Status(503, {"detail": " ".join(problems)})
     client = limits.request_client(request)
@@ -115,7 +156,9 @@ def verification_create(request: HttpRequest, payload: VerificationIn):
         response = api.create_response(request, {"detail": limited.message()}, status=429)
         response["Retry-After"] = str(limited.retry_after)
         return response
-    verification = services.verification_create(text=form.cleaned_data["text"], settings=run_settings, client=client)
+    verification = services.verification_create(
+        text=form.cleaned_data["text"], settings=run_settings, client=client, documents=form.documents
+    )
     tasks.enqueue_verification(verification)
     return Status(
         201,

@@ -29,8 +29,8 @@ def _llm(model: str | None):
 
 
 def _search():
-    if not settings.SERPER_API_KEY:
-        raise HttpError(503, "Web search is not configured: set SERPER_API_KEY (a key from serper.dev).")
+    if problem := providers.search_problem():
+        raise HttpError(503, problem)
     return providers.search_provider()
 
 
@@ -114,6 +114,7 @@ class SearchHitOut(Schema):
     title: str
     snippet: str
     rank: int
+    provider: str = Field(description='the search provider that found it ("serper", "wikipedia", …)')
 
 
 @steps.post("/search", response={200: list[SearchHitOut], **BODY_ERRORS, 502: Error, 503: Error})

@@ -65,8 +65,8 @@ def _warm_up(embedding_model: str | None) -> None:
         logger.exception("warming up a CPU process failed")
 
 
-def read_page(document: FetchedDocument) -> PageSentences:
-    return passages.split_page(extract.read_document(document))
+def read_page(document: FetchedDocument, *, pdf_max_pages: int = extract.PDF_MAX_PAGES) -> PageSentences:
+    return passages.split_page(extract.read_document(document, pdf_max_pages=pdf_max_pages))
 
 
 def choose_excerpts(

@@ -1,18 +1,19 @@
 """The paste form and run settings, validated in one place for the web UI, the API and the CLI."""
 
-import unicodedata
-
 from django import forms
 from django.conf import settings
 
-from verification import providers
+from verification import documents, domain_lists, providers
+from verification.documents import EVIDENCE_MODES, DocumentDraft, looks_binary
 from verification.pipeline import segment
+from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
 
 DEFAULT_SETTINGS = {
     "retrieval_mode": "dense",
     "top_k_results": 5,
     "top_k_passages": 3,
     "context_size": 1,
+    "evidence": "web",
 }
 RETRIEVAL_MODES = [
     ("dense", "Dense: sentence embeddings (re-scoring BM25's shortlist)"),
@@ -20,15 +21,21 @@ RETRIEVAL_MODES = [
 ]
 
 
-def looks_binary(text: str) -> bool:
-    """NUL bytes or lone surrogates (which no encoding can store), or more than 5% control or
-    undecodable characters: not text a person wrote."""
-    if "\x00" in text or any("\ud800" <= ch <= "\udfff" for ch in text):
-        return True
-    odd = sum(
-        1 for ch in text if ch == "\ufffd" or (unicodedata.category(ch) in ("Cc", "Cs", "Co") and ch not in "\t\n\r")
-    )
-    return odd > 0.05 * len(text)
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one input (Django's documented recipe): a list, empty when none."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None) -> list:
+        if isinstance(data, list | tuple):
+            return [super(MultipleFileField, self).clean(item, initial) for item in data]
+        return [super().clean(data, initial)] if data else []
 
 
 class VerificationForm(forms.Form):
@@ -60,9 +67,30 @@ class VerificationForm(forms.Form):
         label="Context sentences",
         help_text="Sentences kept before and after each match, so the judge sees context (0–5).",
     )
+    blocked_domains = domain_lists.DomainListField(
+        required=False,
+        label="Blocked domains",
+        help_text=f"Results on these sites (and their subdomains) are never read nor counted; commas or new lines "
+        f"between them, at most {MAX_RUN_BLOCKED_DOMAINS}.",
+    )
+    evidence = forms.ChoiceField(choices=EVIDENCE_MODES, required=False, widget=forms.RadioSelect, label="Evidence")
+    sources = forms.CharField(
+        required=False,
+        label="Your documents: web addresses",
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "https://example.org/report.html"}),
+        help_text="One URL per line.",
+    )
+    files = MultipleFileField(
+        required=False,
+        label="Your documents: files",
+        help_text="PDF, HTML, Markdown or plain text.",
+    )
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, inherited: list[DocumentDraft] | None = None, **kwargs) -> None:
+        """`inherited`: the documents of the run being edited, kept unless the mode is web."""
         super().__init__(*args, **kwargs)
+        self.inherited = list(inherited or [])
+        self.documents: list[DocumentDraft] = []
         names = providers.model_names()
         self.fields["model"].choices = [(name, name) for name in names]
         self.fields["model"].initial = names[0] if names else None
@@ -71,7 +99,7 @@ class VerificationForm(forms.Form):
 
     @property
     def advanced_fields(self) -> list:
-        return [self[name] for name in ("top_k_results", "top_k_passages", "context_size")]
+        return [self[name] for name in ("top_k_results", "top_k_passages", "context_size", "blocked_domains")]
 
     def clean_text(self) -> str:
         # Browsers send textarea lines as CRLF; sentence offsets index the text as stored.
@@ -103,6 +131,47 @@ class VerificationForm(forms.Form):
                 code="budget",
             )
 
+    def clean_sources(self) -> list[DocumentDraft]:
+        drafts, problems = [], []
+        for line in documents.url_lines(self.cleaned_data["sources"]):
+            try:
+                drafts.append(documents.url_document(line))
+            except forms.ValidationError as error:
+                problems.append(error)
+        if problems:
+            raise forms.ValidationError(problems)
+        return drafts
+
+    def clean_files(self) -> list[DocumentDraft]:
+        drafts, problems = [], []
+        for upload in self.cleaned_data["files"]:
+            try:
+                drafts.append(documents.uploaded_document(upload))
+            except forms.ValidationError as error:
+                problems.append(error)
+        if problems:
+            raise forms.ValidationError(problems)
+        return drafts
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        if "sources" not in cleaned or "files" not in cleaned:
+            return cleaned  # their own errors are said already
+        given = [*cleaned["sources"], *cleaned["files"]]
+        mode = cleaned.get("evidence") or DEFAULT_SETTINGS["evidence"]
+        if mode == "web":
+            if given:
+                self.add_error(
+                    "evidence",
+                    "You gave documents, but the evidence mode is “web”: choose “documents” or “both” to read them.",
+                )
+            return cleaned
+        try:
+            self.documents = documents.checked([*self.inherited, *given], mode)
+        except forms.ValidationError as error:
+            self.add_error("sources", error)
+        return cleaned
+
     def clean_model(self) -> str:
         return self.cleaned_data["model"] or self.fields["model"].initial
 
@@ -113,4 +182,5 @@ class VerificationForm(forms.Form):
             "model": self.cleaned_data["model"],
             **DEFAULT_SETTINGS,
             **{name: value for name, value in chosen.items() if value not in (None, "")},
+            **domain_lists.run_settings(self.cleaned_data.get("blocked_domains") or []),
         }

@@ -20,11 +20,20 @@ CLI_ADDRESS = "cli"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
+# API operations that also take files as multipart/form-data (url names).
+UPLOAD_OPERATIONS = frozenset({"verification_create"})
+# The header an upload to the API must carry. A browser sends a custom header to another site
+# only after a CORS preflight, which we never grant: so no other site can make a visitor's
+# browser upload, though a form can be multipart. Any value will do.
+UPLOAD_HEADER = "X-Requested-With"
+
+
 class JsonOnlyApiMiddleware:
     """The API takes no CSRF token, so it must not take what a page on another site can make a
     visitor's browser send: a form or `text/plain` needs no CORS preflight, `application/json`
     does, and we never grant one. django-ninja parses any body as JSON whatever its type, so the
-    type is checked here, before the body is read, for every API operation."""
+    type is checked here, before the body is read, for every API operation. Uploads
+    (multipart/form-data) are taken where an operation reads them, with UPLOAD_HEADER."""
 
     def __init__(self, get_response) -> None:
         self.get_response = get_response
@@ -37,11 +46,51 @@ class JsonOnlyApiMiddleware:
             return None
         if request.content_type == "application/json":
             return None
+        uploads = request.resolver_match.url_name in UPLOAD_OPERATIONS
+        if uploads and request.content_type == "multipart/form-data" and request.headers.get(UPLOAD_HEADER):
+            return None
         sent = request.content_type or "none"
+        also = f", or multipart/form-data with the header {UPLOAD_HEADER} to upload files" if uploads else ""
         return JsonResponse(
-            {"detail": f"The API accepts only JSON: send Content-Type: application/json (this request sent {sent})."},
+            {
+                "detail": f"The API accepts only JSON: send Content-Type: application/json{also} "
+                f"(this request sent {sent})."
+            },
             status=415,
         )
+
+
+def upload_body_limit() -> int | None:
+    """The largest request that can carry a run's files: MAX_DOCUMENTS of MAX_UPLOAD_BYTES each,
+    and the rest of the form (which Django limits to DATA_UPLOAD_MAX_MEMORY_SIZE). None when
+    either limit is off (0)."""
+    if settings.MAX_DOCUMENTS <= 0 or settings.MAX_UPLOAD_BYTES <= 0:
+        return None
+    return settings.MAX_DOCUMENTS * settings.MAX_UPLOAD_BYTES + (settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0)
+
+
+class UploadSizeMiddleware:
+    """Refuses an upload larger than any run can take before a byte of it is read: Django would
+    otherwise stream every file to disk (the CSRF check reads the form first) and only then
+    could a view say it is too large."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        if request.method in BODY_METHODS and request.content_type == "multipart/form-data":
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            limit = upload_body_limit()
+            if limit is not None and length > limit:
+                message = (
+                    f"The upload is {length / 2**20:.1f} MB; a run takes at most {settings.MAX_DOCUMENTS} files "
+                    f"of {settings.MAX_UPLOAD_BYTES / 2**20:.1f} MB each (MAX_DOCUMENTS, MAX_UPLOAD_BYTES)."
+                )
+                return JsonResponse({"detail": message}, status=413)
+        return self.get_response(request)
 
 
 def client_address(request: HttpRequest) -> str:

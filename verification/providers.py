@@ -10,7 +10,15 @@ from django.conf import settings
 from verification.clients.embeddings import SentenceEmbedder, shared_embedder
 from verification.clients.fetch import PageFetcher
 from verification.clients.llm import LLMClient, ModelChoice, parse_model_list
-from verification.clients.search import SerperSearch
+from verification.clients.search import (
+    PROVIDER_LABELS,
+    BraveSearch,
+    SearchChain,
+    SearxngSearch,
+    SerperSearch,
+    TavilySearch,
+    WikipediaSearch,
+)
 from verification.pipeline.types import StepError
 
 _local = threading.local()
@@ -49,13 +57,70 @@ def _per_thread(factory, **config):
     return clients[key]
 
 
-def search_provider() -> SerperSearch:
-    return _per_thread(
-        SerperSearch,
-        api_key=settings.SERPER_API_KEY,
-        base_url=settings.SERPER_BASE_URL,
-        timeout=settings.SEARCH_TIMEOUT,
-    )
+# What each search provider needs before it is tried, in a person's words.
+SEARCH_NEEDS = {
+    "serper": "SERPER_API_KEY (a key from serper.dev)",
+    "brave": "BRAVE_API_KEY (a key from brave.com/search/api)",
+    "tavily": "TAVILY_API_KEY (a key from tavily.com)",
+    "searxng": "SEARXNG_URL (your SearXNG instance, with its JSON format on)",
+    "wikipedia": "WIKIPEDIA_BASE_URL (a MediaWiki API)",
+}
+
+
+def search_provider_names() -> list[str]:
+    """SEARCH_PROVIDERS in order (a list, or a comma string as tests may set it)."""
+    names = settings.SEARCH_PROVIDERS
+    if isinstance(names, str):
+        names = names.split(",")
+    return [name.strip().lower() for name in names if name.strip()]
+
+
+def search_provider() -> SearchChain:
+    """The configured providers in SEARCH_PROVIDERS order; unknown or unconfigured ones are left
+    out (configuration_problems names them before a run starts)."""
+    clients = (_search_client(name) for name in search_provider_names())
+    return SearchChain([client for client in clients if client is not None])
+
+
+def _search_client(name: str):
+    """One provider's client, or None when its key or address is not set."""
+    timeout = settings.SEARCH_TIMEOUT
+    if name == "serper" and settings.SERPER_API_KEY:
+        return _per_thread(
+            SerperSearch, api_key=settings.SERPER_API_KEY, base_url=settings.SERPER_BASE_URL, timeout=timeout
+        )
+    if name == "brave" and settings.BRAVE_API_KEY:
+        return _per_thread(
+            BraveSearch, api_key=settings.BRAVE_API_KEY, base_url=settings.BRAVE_BASE_URL, timeout=timeout
+        )
+    if name == "tavily" and settings.TAVILY_API_KEY:
+        return _per_thread(
+            TavilySearch, api_key=settings.TAVILY_API_KEY, base_url=settings.TAVILY_BASE_URL, timeout=timeout
+        )
+    if name == "searxng" and settings.SEARXNG_URL:
+        return _per_thread(SearxngSearch, base_url=settings.SEARXNG_URL, timeout=timeout)
+    if name == "wikipedia" and settings.WIKIPEDIA_BASE_URL:
+        return _per_thread(WikipediaSearch, base_url=settings.WIKIPEDIA_BASE_URL, timeout=timeout)
+    return None
+
+
+def search_problem() -> str:
+    """Why web search cannot work as configured ("" when it can)."""
+    names = search_provider_names()
+    unknown = [name for name in names if name not in PROVIDER_LABELS]
+    if unknown:
+        return (
+            f"SEARCH_PROVIDERS names {', '.join(unknown)}, which factsite does not know: "
+            f"use {', '.join(PROVIDER_LABELS)} (in the order to try them)."
+        )
+    if not names:
+        return f"SEARCH_PROVIDERS is empty: list one or more of {', '.join(PROVIDER_LABELS)}."
+    if search_provider().providers:
+        return ""
+    problem = f"Web search is not configured: set {', or '.join(SEARCH_NEEDS[name] for name in names)}."
+    if "wikipedia" not in names:
+        problem += " Or add wikipedia (no key needed) to SEARCH_PROVIDERS."
+    return problem
 
 
 def page_fetcher() -> PageFetcher:
@@ -63,6 +128,7 @@ def page_fetcher() -> PageFetcher:
         PageFetcher,
         timeout=settings.FETCH_TIMEOUT,
         max_bytes=settings.FETCH_MAX_BYTES,
+        max_pdf_bytes=settings.PDF_MAX_BYTES,
         allow_private=settings.ALLOW_PRIVATE_FETCH,
     )
 
@@ -83,8 +149,9 @@ def host_of(url: str) -> str:
     return f"{host}:{port}" if port and port != {"http": 80, "https": 443}.get(parts.scheme) else host
 
 
-def configuration_problems(model_name: str | None = None) -> list[str]:
-    """What a person must set before a verification can work, in their words."""
+def configuration_problems(model_name: str | None = None, *, web_search: bool = True) -> list[str]:
+    """What a person must set before a verification can work, in their words. `web_search`
+    False: a run that reads only the user's documents, which needs no search provider."""
     problems = []
     choices = model_choices()
     if not choices:
@@ -96,6 +163,6 @@ def configuration_problems(model_name: str | None = None) -> list[str]:
                 f"The model {choice.name} is served by OpenAI, but no key is set: set OPENAI_API_KEY "
                 "(or OPENAI_BASE_URL / LLM_MODELS to point at your own OpenAI-compatible server)."
             )
-    if not settings.SERPER_API_KEY:
-        problems.append("Web search is not configured: set SERPER_API_KEY (a key from serper.dev).")
+    if web_search and (problem := search_problem()):
+        problems.append(problem)
     return problems

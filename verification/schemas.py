@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from ninja import Field, Schema
 
+from verification.documents import EVIDENCE_MODES
 from verification.models import ClaimStatus, SourceType, Status, Verdict
 from verification.scoring import NO_CLAIM, OUTCOMES, PENDING, SCORE_RULES
 from verification.selectors import PROBLEM_STEPS
@@ -25,6 +26,7 @@ BODY_ERRORS = {400: Error, 413: Error, 415: Error}
 
 
 ScoreRule = Literal[tuple(SCORE_RULES)]
+EvidenceMode = Literal[tuple(mode for mode, _ in EVIDENCE_MODES)]
 Band = Literal["green", "orange", "red", "none"]
 RunStatus = Literal[tuple(Status.values)]
 ClaimStatusValue = Literal[tuple(ClaimStatus.values)]
@@ -39,6 +41,14 @@ Score = Annotated[
 ]
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 Count = Annotated[int, Field(ge=0)]
+PublishedDate = Annotated[
+    str | None,
+    Field(
+        json_schema_extra={"format": "date"},
+        description="when the page or PDF says it was first published (ISO date); null when it does not say",
+    ),
+]
+Stale = Annotated[bool, Field(description="published more than STALE_AFTER_YEARS years ago")]
 
 
 class Counts(Schema):
@@ -59,6 +69,17 @@ class RunSettings(Schema):
     top_k_results: int = None
     top_k_passages: int = None
     context_size: int = None
+    evidence: EvidenceMode = None
+    blocked_domains: list[str] = Field(None, description="this run's own block list (subdomains included)")
+    server_blocked_domains: list[str] = Field(None, description="BLOCKED_DOMAINS when the run was created")
+    server_allowed_domains: list[str] = Field(
+        None, description="ALLOWED_DOMAINS when the run was created; empty: every domain not blocked"
+    )
+
+
+class LeftOut(Schema):
+    blocked: Count = Field(description="search results on a blocked domain (the run's or the server's list)")
+    not_allowed: Count = Field(description="search results outside the server's allowed domains")
 
 
 class ProblemReason(Schema):
@@ -115,6 +136,12 @@ class EvidenceResult(Schema):
     title: str
     host: str
     source_type: SourceTypeValue
+    provider: str = Field(
+        description='the search provider that found the page for this claim ("serper", "wikipedia", …); "" for '
+        "your own documents"
+    )
+    published: PublishedDate
+    stale: Stale
     passage: str = Field(description='the page\'s excerpts in page order, joined by " … "')
     highlights: list[tuple[int, int]] = Field(description="[start, end) of the best-matching sentences in the passage")
     relevance: float
@@ -123,6 +150,10 @@ class EvidenceResult(Schema):
     status: RunStatus
     error: str
     included: bool = Field(description="counted in this view's scores")
+    duplicate_of: int | None = Field(
+        description="the id of the item whose text this one repeats (found at another URL): it is not judged nor "
+        "counted on its own, and takes that item's verdict; null for an item that counts"
+    )
 
 
 class ClaimResult(Schema):
@@ -166,9 +197,22 @@ class SourceResult(Schema):
     host: str
     title: str
     source_type: SourceTypeValue
+    providers: list[str] = Field(description="the search providers that found the page, in the order they did")
+    published: PublishedDate
+    stale: Stale
     type_decided_by: str = Field(
         description='how its type was decided ("rules", "llm", "fallback: <reason>" …); "" until then'
     )
+    status: RunStatus
+    error: str
+
+
+class DocumentResult(Schema):
+    id: int = Field(description="its source's id (see sources)")
+    kind: Literal["file", "url"]
+    name: str = Field(description="a file's name; a URL's page title once read")
+    url: str = Field(description='the web address of a URL document; "" for a file (its bytes are never served)')
+    content_type: str = Field(description='a file\'s type, sniffed from its content; "" for a URL')
     status: RunStatus
     error: str
 
@@ -181,6 +225,8 @@ class VerificationResult(Schema):
     created_at: Timestamp
     finished_at: Timestamp | None
     settings: RunSettings
+    left_out: LeftOut = Field(description="search results the run's domain lists left out: never read nor counted")
+    evidence: EvidenceMode = Field(description="where evidence came from: web search, the documents given, or both")
     score_rule: ScoreRule
     score: Score
     band: Band
@@ -196,4 +242,5 @@ class VerificationResult(Schema):
     progress: Progress
     usage: Usage
     sentences: list[SentenceResult]
+    documents: list[DocumentResult] = Field(description="the documents given with the run, in that order")
     sources: list[SourceResult]

@@ -10,6 +10,13 @@ Two score rules, over the evidence the viewer includes:
 Evidence that failed or is not judged yet counts under neither rule; it is reported as a problem
 instead. No counted evidence → no score (None), which is not the same as 0.
 
+The same text syndicated at several URLs is one piece of evidence (a duplicate group: the item
+that counts and the items marked `duplicate_of` it, all of one claim). A group counts once, with
+the verdict of the item that counts, while any member is included: leaving out one copy's source
+type keeps the group if a copy of an included type remains (it is the same text, still found
+there). Leaving out any member by id leaves the whole group out: the page shows the group as one
+item with one checkbox, and "do not count this text" means every copy of it.
+
 Every claim also gets an outcome — supported, contradicted, mixed, unconfirmed, no_evidence or
 failed (pending while it is being checked) — and every claim and sentence one sentence of words
 saying why it has its colour."""
@@ -58,6 +65,8 @@ class EvidenceRecord(NamedTuple):
     source_type: str
     verdict: str  # "" until judged, and for evidence the judge failed on
     failed: bool = False
+    # The id of the item this one duplicates (it then counts only through that item's group).
+    duplicate_of: int | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,8 @@ class Scores:
     overall: Tally
     # Share of included judged evidence per source type, in percent (sums to 100 when any).
     distribution: dict[str, float]
+    # Ids of the evidence this view does not count (a whole duplicate group when it is left out).
+    left_out: frozenset[int] = frozenset()
 
     def sentence(self, index: int) -> Tally:
         return self.sentences.get(index) or Tally(rule=self.rule)
@@ -115,10 +126,6 @@ def band(score: float | None) -> str:
 
 def valid_rule(value: str | None) -> str:
     return value if value in SCORE_RULES else DEFAULT_RULE
-
-
-def is_included(record: EvidenceRecord, excluded_ids: frozenset[int], excluded_types: frozenset[str]) -> bool:
-    return record.id not in excluded_ids and record.source_type not in excluded_types
 
 
 class _Counts:
@@ -160,16 +167,20 @@ def compute_scores(
     claims: dict[int, _Counts] = {}
     overall = _Counts()
     types: dict[str, int] = {}
-    for record in evidence:
-        included = is_included(record, excluded_ids, excluded_types)
+    left_out: set[int] = set()
+    for group in duplicate_groups(evidence):
+        record = group[0]
+        counted_as = _counted_member(group, excluded_ids, excluded_types)
         for counts in (
             sentences.setdefault(record.sentence_index, _Counts()),
             claims.setdefault(record.claim_id, _Counts()),
             overall,
         ):
-            counts.add(record, included)
-        if included and record.verdict:
-            types[record.source_type] = types.get(record.source_type, 0) + 1
+            counts.add(record, counted_as is not None)
+        if counted_as is None:
+            left_out.update(member.id for member in group)
+        elif record.verdict:
+            types[counted_as.source_type] = types.get(counted_as.source_type, 0) + 1
     judged = sum(types.values())
     return Scores(
         rule=rule,
@@ -177,7 +188,30 @@ def compute_scores(
         claims={i: counts.tally(rule) for i, counts in claims.items()},
         overall=overall.tally(rule),
         distribution={t: 100 * n / judged for t, n in types.items()},
+        left_out=frozenset(left_out),
     )
+
+
+def duplicate_groups(evidence: Iterable[EvidenceRecord]) -> list[list[EvidenceRecord]]:
+    """Every item in one group: alone, or with the items marked as its duplicates; the item
+    that counts comes first. A duplicate whose original is not among the records counts alone."""
+    records = list(evidence)
+    ids = {record.id for record in records}
+    groups: dict[int, list[EvidenceRecord]] = {}
+    for record in records:
+        key = record.duplicate_of if record.duplicate_of in ids else record.id
+        groups.setdefault(key, []).append(record)
+    return [sorted(members, key=lambda member, key=key: member.id != key) for key, members in groups.items()]
+
+
+def _counted_member(
+    group: list[EvidenceRecord], excluded_ids: frozenset[int], excluded_types: frozenset[str]
+) -> EvidenceRecord | None:
+    """The member the group counts through in this view (its source type is the one the
+    distribution shows), or None when the view leaves the group out."""
+    if any(member.id in excluded_ids for member in group):
+        return None
+    return next((member for member in group if member.source_type not in excluded_types), None)
 
 
 # --- outcomes and the words for them

@@ -3,24 +3,32 @@
 import logging
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import NamedTuple
 
+from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.utils.timezone import localdate
 
-from verification import services
+from verification import domain_lists, services
+from verification.clients.search import PROVIDER_LABELS
+from verification.documents import EVIDENCE_MODES, DocumentDraft, is_upload
 from verification.models import (
     FINISHED,
     Claim,
     ClaimStatus,
     Evidence,
+    Origin,
+    SearchResult,
     Sentence,
     Source,
     SourceType,
     Status,
     Verification,
 )
+from verification.pipeline import domains
 from verification.scoring import (
     BAND_LABELS,
     OUTCOME_LABELS,
@@ -79,9 +87,9 @@ def evidence_records(verification: Verification) -> list[EvidenceRecord]:
 
 def _evidence_records(verification: Verification) -> list[EvidenceRecord]:
     rows = Evidence.objects.filter(claim__sentence__verification=verification).values_list(
-        "id", "claim__sentence__index", "claim_id", "source__source_type", "verdict", "status"
+        "id", "claim__sentence__index", "claim_id", "source__source_type", "verdict", "status", "duplicate_of_id"
     )
-    return [EvidenceRecord(i, s, c, t, v, status == Status.FAILED) for i, s, c, t, v, status in rows]
+    return [EvidenceRecord(i, s, c, t, v, status == Status.FAILED, d) for i, s, c, t, v, status, d in rows]
 
 
 class ClaimRecord(NamedTuple):
@@ -248,11 +256,12 @@ def verification_result(verification: Verification, state: ViewState | None = No
     for claim in Claim.objects.filter(sentence__verification=verification).order_by("sentence_id", "index"):
         claims_by_sentence[claim.sentence_id].append(claim)
     evidence_by_claim = defaultdict(list)
-    evidence = Evidence.objects.filter(claim__sentence__verification=verification).select_related("source")
-    for item in evidence.order_by("claim_id", "-relevance", "pk"):
+    evidence = with_search_provider(Evidence.objects.filter(claim__sentence__verification=verification))
+    for item in evidence.select_related("source").order_by("claim_id", "-relevance", "pk"):
         evidence_by_claim[item.claim_id].append(item)
     scores = verification_scores(verification, state)
     found = verdicts(scores, claim_records(verification), sentences)
+    found_by = source_providers(verification)
     return {
         "id": str(verification.pk),
         "permalink": permalink(verification),
@@ -260,7 +269,9 @@ def verification_result(verification: Verification, state: ViewState | None = No
         "error": verification.error,
         "created_at": verification.created_at.isoformat(),
         "finished_at": verification.finished_at.isoformat() if verification.finished_at else None,
-        "settings": verification.settings,
+        "settings": run_settings_json(verification),
+        "left_out": domains_left_out(verification),
+        "evidence": evidence_mode(verification),
         "score_rule": scores.rule,
         **_tally_json(scores.overall),
         "source_types": scores.distribution,
@@ -279,8 +290,54 @@ def verification_result(verification: Verification, state: ViewState | None = No
         "sentences": [
             _sentence_json(s, scores, found, claims_by_sentence[s.pk], evidence_by_claim, state) for s in sentences
         ],
-        "sources": [_source_json(s) for s in verification.sources.order_by("pk")],
+        "documents": documents_json(verification),
+        "sources": [_source_json(s, found_by[s.pk]) for s in verification.sources.order_by("pk")],
     }
+
+
+def evidence_mode(verification: Verification) -> str:
+    # Runs from before evidence modes searched the web.
+    return verification.settings.get("evidence", "web")
+
+
+def documents_json(verification: Verification) -> list[dict]:
+    """The user's documents in the order given: a file by its name, never its bytes."""
+    rows = (
+        verification.sources.filter(origin=Origin.DOCUMENT)
+        .order_by("pk")
+        .values_list("pk", "url", "title", "status", "error", "upload__name", "upload__content_type")
+    )
+    return [
+        {
+            "id": pk,
+            "kind": "file" if name is not None else "url",
+            "name": name if name is not None else title,
+            "url": "" if name is not None else url,
+            "content_type": content_type or "",
+            "status": status,
+            "error": error,
+        }
+        for pk, url, title, status, error, name, content_type in rows
+    ]
+
+
+def documents_of(verification: Verification | None) -> list[DocumentDraft]:
+    """The documents of a run, to give an edited re-run the same ones."""
+    if verification is None:
+        return []
+    sources = verification.sources.filter(origin=Origin.DOCUMENT).select_related("upload").order_by("pk")
+    drafts = []
+    for source in sources:
+        upload = getattr(source, "upload", None)
+        if upload is None:
+            drafts.append(DocumentDraft(url=source.url, host=source.host))
+        else:
+            drafts.append(
+                DocumentDraft(
+                    url=source.url, name=upload.name, content_type=upload.content_type, body=bytes(upload.body)
+                )
+            )
+    return drafts
 
 
 def _tally_json(tally: Tally) -> dict:
@@ -324,14 +381,14 @@ def _sentence_json(sentence, scores: Scores, found: Verdicts, claims, evidence_b
                 "outcome": found.claims[claim.pk][0],
                 "note": found.claims[claim.pk][1],
                 **_tally_json(scores.claim(claim.pk)),
-                "evidence": [_evidence_json(e, state) for e in evidence_by_claim[claim.pk]],
+                "evidence": [_evidence_json(e, scores) for e in evidence_by_claim[claim.pk]],
             }
             for claim in claims
         ],
     }
 
 
-def _evidence_json(item: Evidence, state: ViewState) -> dict:
+def _evidence_json(item: Evidence, scores: Scores) -> dict:
     source = item.source
     return {
         "id": item.pk,
@@ -339,6 +396,8 @@ def _evidence_json(item: Evidence, state: ViewState) -> dict:
         "title": source.title,
         "host": source.host,
         "source_type": source.source_type,
+        "provider": item.provider,
+        **_dates_json(source),
         "passage": item.passage,
         "highlights": item.highlights,
         "relevance": item.relevance,
@@ -346,21 +405,63 @@ def _evidence_json(item: Evidence, state: ViewState) -> dict:
         "rationale": item.rationale,
         "status": item.status,
         "error": item.error,
-        "included": item.pk not in state.excluded_ids and source.source_type not in state.excluded_types,
+        # A copy of a text counts with its group: included while any copy is (scoring.py).
+        "included": item.pk not in scores.left_out,
+        "duplicate_of": item.duplicate_of_id,
     }
 
 
-def _source_json(source: Source) -> dict:
+def _source_json(source: Source, providers: list[str]) -> dict:
     return {
         "id": source.pk,
         "url": source.url,
         "host": source.host,
         "title": source.title,
         "source_type": source.source_type,
+        "providers": providers,
+        **_dates_json(source),
         "type_decided_by": source.type_decided_by,
         "status": source.status,
         "error": source.error,
     }
+
+
+def _dates_json(source: Source) -> dict:
+    return {
+        "published": source.published.isoformat() if source.published else None,
+        "stale": is_stale(source.published),
+    }
+
+
+def is_stale(published: date | None, *, today: date | None = None) -> bool:
+    """Published more than STALE_AFTER_YEARS ago (0: nothing is flagged). Old evidence may be
+    true still, but a reader should know its age before trusting it on anything that changes."""
+    years = settings.STALE_AFTER_YEARS
+    if published is None or years <= 0:
+        return False
+    today = today or localdate()
+    try:
+        limit = today.replace(year=today.year - years)
+    except ValueError:  # 29 February, in a year that has none
+        limit = today.replace(year=today.year - years, day=28)
+    return published < limit
+
+
+def with_search_provider(evidence: QuerySet) -> QuerySet:
+    """Each item's `provider`: the search provider that found its page for its claim ("" for
+    the user's own documents). One row at most: a claim has one result per source."""
+    found_by = SearchResult.objects.filter(claim=OuterRef("claim"), source=OuterRef("source")).values("provider")
+    return evidence.annotate(provider=Coalesce(Subquery(found_by[:1]), Value("")))
+
+
+def source_providers(verification: Verification) -> defaultdict[int, list[str]]:
+    """Source id → the search providers that found it, in the order they did."""
+    found_by: defaultdict[int, list[str]] = defaultdict(list)
+    results = SearchResult.objects.filter(source__verification=verification).exclude(provider="").order_by("pk")
+    for source_id, provider in results.values_list("source_id", "provider"):
+        if provider not in found_by[source_id]:
+            found_by[source_id].append(provider)
+    return found_by
 
 
 # --- the result page
@@ -442,6 +543,30 @@ def _exclusions(scores: Scores, state: ViewState) -> dict | None:
     }
 
 
+def run_settings_json(verification: Verification) -> dict:
+    """The run's settings as chosen, without what the run recorded in them while it ran."""
+    return {key: value for key, value in verification.settings.items() if key != services.LEFT_OUT_KEY}
+
+
+def domains_left_out(verification: Verification) -> dict:
+    """Search results the run's domain lists left out, by refusal: on a blocked domain, or
+    outside the allowed ones. Zero for runs that had no lists."""
+    left_out = Counter({domains.BLOCKED: 0, domains.NOT_ALLOWED: 0})
+    for counts in verification.settings.get(services.LEFT_OUT_KEY, {}).values():
+        left_out.update(counts)
+    return dict(left_out)
+
+
+def _domain_facts(verification: Verification) -> dict:
+    run_settings = verification.settings
+    return {
+        "blocked": run_settings.get(domain_lists.RUN_BLOCKED, []),
+        "server_blocked": run_settings.get(domain_lists.SERVER_BLOCKED, []),
+        "allowed": run_settings.get(domain_lists.SERVER_ALLOWED, []),
+        "left_out": domains_left_out(verification),
+    }
+
+
 def _run_facts(verification: Verification) -> dict:
     run_settings = verification.settings
     end = verification.finished_at
@@ -451,6 +576,9 @@ def _run_facts(verification: Verification) -> dict:
         "top_k_results": run_settings.get("top_k_results"),
         "top_k_passages": run_settings.get("top_k_passages"),
         "context_size": run_settings.get("context_size"),
+        "domains": _domain_facts(verification),
+        "evidence": dict(EVIDENCE_MODES).get(evidence_mode(verification), ""),
+        "documents": documents_json(verification),
         "created_at": verification.created_at,
         "seconds": (end - verification.created_at).total_seconds() if end else None,
         "llm_calls": verification.llm_calls,
@@ -514,7 +642,7 @@ def _claim_rows(verification: Verification, sentence: SentenceRow, state: ViewSt
     rows = []
     for claim, evidence in claims:
         result, note = found.claims[claim["id"]]
-        items = [_with_state(item, state) for item in evidence]
+        items = _with_copies([_with_state(item, state, scores) for item in evidence])
         rows.append(
             {
                 "claim": claim,
@@ -535,7 +663,7 @@ _VERDICT_ORDER = {"not_supported": 0, "supported": 1, "": 2, "irrelevant": 3}
 
 
 def _claim_facts(sentence: SentenceRow) -> list[tuple[dict, list[dict]]]:
-    evidence = Evidence.objects.select_related("source").order_by("-relevance", "pk")
+    evidence = with_search_provider(Evidence.objects.select_related("source")).order_by("-relevance", "pk")
     claims = Claim.objects.filter(sentence_id=sentence.id).prefetch_related(Prefetch("evidence", queryset=evidence))
     return [
         (
@@ -559,8 +687,15 @@ def _evidence_facts(item: Evidence) -> dict:
         "host": source.host,
         "source_type": source.source_type,
         "type_label": source.get_source_type_display() if source.source_type else "",
+        # An upload is shown by its name, with no link: its bytes are never served.
+        "link": "" if is_upload(source.url) else source.url,
+        "provider_label": PROVIDER_LABELS.get(item.provider, item.provider),
+        "published": source.published,
+        "stale": is_stale(source.published),
+        "stale_after_years": settings.STALE_AFTER_YEARS,
         "verdict": item.verdict,
         "verdict_label": item.get_verdict_display() if item.verdict else "",
+        "duplicate_of": item.duplicate_of_id,
         "failed": item.status == Status.FAILED,
         "rationale": item.rationale,
         "error": item.error,
@@ -568,14 +703,33 @@ def _evidence_facts(item: Evidence) -> dict:
     }
 
 
-def _with_state(facts: dict, state: ViewState) -> dict:
-    type_excluded = facts["source_type"] in state.excluded_types
+def _with_state(facts: dict, state: ViewState, scores: Scores) -> dict:
     return {
         **facts,
-        "type_excluded": type_excluded,
-        "included": facts["id"] not in state.excluded_ids and not type_excluded,
+        "type_excluded": facts["source_type"] in state.excluded_types,
+        "included": facts["id"] not in scores.left_out,
         "toggle_query": state.toggling_evidence(facts["id"]).query(),
     }
+
+
+def _with_copies(items: list[dict]) -> list[dict]:
+    """The items that count, each with the copies of its text found elsewhere ("also at"): a
+    copy is shown under its item, never as evidence of its own. The group's checkbox is off only
+    when every copy's source type is left out (it counts while any is included)."""
+    shown = {item["id"] for item in items}
+    copies = defaultdict(list)
+    for item in items:
+        if item["duplicate_of"] in shown:
+            copies[item["duplicate_of"]].append(item)
+    return [
+        {
+            **item,
+            "also_at": copies[item["id"]],
+            "type_excluded": all(member["type_excluded"] for member in [item, *copies[item["id"]]]),
+        }
+        for item in items
+        if item["duplicate_of"] not in shown
+    ]
 
 
 def passage_parts(passage: str, highlights: list) -> list[tuple[str, bool]]:

@@ -10,16 +10,20 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from verification.documents import UPLOAD_SCHEME, DocumentDraft, is_upload
 from verification.models import (
     FINISHED,
     Claim,
     ClaimStatus,
     Evidence,
     HostCategory,
+    Origin,
     SearchResult,
     Sentence,
     Source,
+    SourceType,
     Status,
+    Upload,
     Verification,
 )
 from verification.pipeline.types import (
@@ -33,16 +37,52 @@ from verification.pipeline.types import (
 )
 
 STALE_QUESTION = timedelta(minutes=10)
+# In a run's settings: {claim id: {refusal: search results its domain lists left out}}.
+LEFT_OUT_KEY = "left_out_by_claim"
 
 
 def _transition(queryset, *, to: str, **changes) -> bool:
     return queryset.update(status=to, **changes) == 1
 
 
+@transaction.atomic
 def verification_create(
-    *, text: str, settings: dict, edited_from: Verification | None = None, client: str = ""
+    *,
+    text: str,
+    settings: dict,
+    edited_from: Verification | None = None,
+    client: str = "",
+    documents: Sequence[DocumentDraft] = (),
 ) -> Verification:
-    return Verification.objects.create(text=text, settings=settings, edited_from=edited_from, client=client)
+    verification = Verification.objects.create(text=text, settings=settings, edited_from=edited_from, client=client)
+    documents_save(verification=verification, drafts=documents)
+    return verification
+
+
+def documents_save(*, verification: Verification, drafts: Sequence[DocumentDraft]) -> list[Source]:
+    """The user's documents as the run's sources, in the order given. Typed at once ("your
+    document", decided by the user): they never go to the categorizer."""
+    sources = []
+    for draft in drafts:
+        source = Source.objects.create(
+            verification=verification,
+            url=draft.url,
+            host=draft.host,
+            title=draft.name,
+            origin=Origin.DOCUMENT,
+            source_type=SourceType.YOUR_DOCUMENT,
+            type_decided_by="user",
+        )
+        if draft.is_upload:
+            Upload.objects.create(
+                source=source,
+                name=draft.name,
+                content_type=draft.content_type,
+                sha256=draft.url.removeprefix(UPLOAD_SCHEME),
+                body=draft.body,
+            )
+        sources.append(source)
+    return sources
 
 
 def verification_begin(verification: Verification) -> bool:
@@ -208,13 +248,48 @@ def search_results_save(*, claim: Claim, hits: Sequence[SearchHit], host_of) -> 
     )
     sources = {s.url: s for s in Source.objects.filter(verification_id=verification_id, url__in=urls)}
     SearchResult.objects.bulk_create(
-        [SearchResult(claim=claim, source=sources[hit.url], rank=hit.rank, snippet=hit.snippet) for hit in hits],
+        [
+            SearchResult(
+                claim=claim, source=sources[hit.url], rank=hit.rank, snippet=hit.snippet, provider=hit.provider
+            )
+            for hit in hits
+        ],
         ignore_conflicts=True,
     )
     Claim.objects.filter(pk=claim.pk, status=ClaimStatus.SEARCHING).update(status=ClaimStatus.READING)
     return [
         source
         for source in sources.values()
+        if source.status == Status.PENDING
+        and _transition(Source.objects.filter(pk=source.pk, status=Status.PENDING), to=Status.RUNNING)
+    ]
+
+
+@transaction.atomic
+def claim_results_save(*, claim: Claim, hits: Sequence[SearchHit], host_of, documents: bool) -> list[Source]:
+    """A claim's web hits and, with `documents`, every document of its run, in one write (a
+    claim never waits for only part of its pages). Returns the sources this call takes to fetch."""
+    taken = search_results_save(claim=claim, hits=hits, host_of=host_of)
+    if documents:
+        taken += document_results_save(claim=claim, first_rank=len(hits) + 1)
+    return taken
+
+
+@transaction.atomic
+def document_results_save(*, claim: Claim, first_rank: int = 1) -> list[Source]:
+    """The claim cites every document of its run, ranked in the order they were given (no
+    search chose them). Returns the documents this call takes to fetch, as search_results_save."""
+    documents = list(
+        Source.objects.filter(verification_id=claim.sentence.verification_id, origin=Origin.DOCUMENT).order_by("pk")
+    )
+    SearchResult.objects.bulk_create(
+        [SearchResult(claim=claim, source=source, rank=first_rank + i) for i, source in enumerate(documents)],
+        ignore_conflicts=True,  # a document the web search found too is cited once
+    )
+    Claim.objects.filter(pk=claim.pk, status=ClaimStatus.SEARCHING).update(status=ClaimStatus.READING)
+    return [
+        source
+        for source in documents
         if source.status == Status.PENDING
         and _transition(Source.objects.filter(pk=source.pk, status=Status.PENDING), to=Status.RUNNING)
     ]
@@ -268,8 +343,10 @@ def host_category_save(*, host: str, source_type: str) -> None:
 
 
 def source_fetched(source: Source, *, page: PageSentences) -> None:
+    # An upload keeps its file name as its title: that is how the person knows it.
+    title = source.title if is_upload(source.url) else page.title or source.title
     Source.objects.filter(pk=source.pk).update(
-        status=Status.DONE, title=page.title or source.title, final_url=page.final_url
+        status=Status.DONE, title=title, final_url=page.final_url, published=page.published
     )
 
 
@@ -320,6 +397,7 @@ def claim_start_judging(claim_id: int) -> bool:
 
 @transaction.atomic
 def judgements_save(judgements: Iterable[Judgement]) -> None:
+    judged = []
     for judgement in judgements:
         changes = (
             {"status": Status.DONE, "verdict": judgement.verdict, "rationale": judgement.rationale}
@@ -327,10 +405,48 @@ def judgements_save(judgements: Iterable[Judgement]) -> None:
             else {"status": Status.FAILED, "error": judgement.error}
         )
         Evidence.objects.filter(pk=int(judgement.key), status=Status.PENDING).update(**changes)
+        judged.append(int(judgement.key))
+    _duplicates_follow(judged)
 
 
+@transaction.atomic
 def evidence_fail(evidence_ids: Iterable[int], *, reason: str) -> None:
-    Evidence.objects.filter(pk__in=list(evidence_ids), status=Status.PENDING).update(status=Status.FAILED, error=reason)
+    evidence_ids = list(evidence_ids)
+    Evidence.objects.filter(pk__in=evidence_ids, status=Status.PENDING).update(status=Status.FAILED, error=reason)
+    _duplicates_follow(evidence_ids)
+
+
+@transaction.atomic
+def evidence_mark_duplicates(duplicates: dict[int, int]) -> None:
+    """{duplicate id: id of the item that counts for it}, of one claim. Only evidence not judged
+    yet becomes a copy (a judged item keeps its own verdict); a copy of an item already judged
+    takes its verdict at once."""
+    for duplicate_id, original_id in duplicates.items():
+        Evidence.objects.filter(pk=duplicate_id, status=Status.PENDING, duplicate_of__isnull=True).update(
+            duplicate_of_id=original_id
+        )
+    _duplicates_follow(set(duplicates.values()))
+
+
+def _duplicates_follow(evidence_ids: Iterable[int]) -> None:
+    """Copies of a text are never judged on their own: they take the verdict (or failure) of the
+    item that counts for them once it has one, so they stop holding their claim open."""
+    originals = Evidence.objects.filter(pk__in=list(evidence_ids), status__in=FINISHED, duplicates__isnull=False)
+    for original in originals.distinct():
+        original.duplicates.filter(status=Status.PENDING).update(
+            status=original.status, verdict=original.verdict, rationale=original.rationale, error=original.error
+        )
+
+
+@transaction.atomic
+def claim_left_out_record(*, claim: Claim, counts: dict[str, int]) -> None:
+    """How many of a claim's search results its run's domain lists left out, by refusal. Set per
+    claim, not added, so a search done again does not count twice."""
+    # Kept in the run's settings JSON (under LEFT_OUT_KEY) for want of a column; the row is
+    # locked so that claims searched at once do not overwrite each other's counts.
+    run = Verification.objects.select_for_update().only("settings").get(pk=claim.sentence.verification_id)
+    left_out = {**run.settings.get(LEFT_OUT_KEY, {}), str(claim.pk): dict(counts)}
+    Verification.objects.filter(pk=run.pk).update(settings={**run.settings, LEFT_OUT_KEY: left_out})
 
 
 def claim_finish(claim_id: int, *, note: str = "", failed: bool = False) -> bool:
@@ -516,7 +632,9 @@ def _retry_plan(verification_id, *, failed: bool = True) -> RetryPlan:
         .annotate(results=Count("search_results"))
     )
     judging: dict[int, list[int]] = {}
-    for evidence_id, claim_id in evidence.filter(status__in=again).values_list("pk", "claim_id"):
+    # Copies of a text are not judged: they follow the item that counts for them.
+    retried = evidence.filter(status__in=again, duplicate_of__isnull=True)
+    for evidence_id, claim_id in retried.values_list("pk", "claim_id"):
         if claim_id not in refetched_claims:  # those are judged with their new pages
             judging.setdefault(claim_id, []).append(evidence_id)
     unsearched = {

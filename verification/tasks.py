@@ -21,11 +21,29 @@ from django.db import OperationalError
 from kombu.exceptions import OperationalError as BrokerError
 
 from factsite.celery import app, ensure_embedded_worker
-from verification import cpu, heartbeat, providers, services
+from verification import cpu, domain_lists, heartbeat, providers, services
 from verification.cache import cache_key, lookup, remember, store
-from verification.models import FINISHED, Claim, Evidence, SearchResult, Sentence, Source, Status, Verification
-from verification.pipeline import categorize, decompose, judge, search, segment
-from verification.pipeline.types import EvidenceToJudge, PageSentences, SegmentedSentence, StepError
+from verification.documents import READ_AS, is_upload
+from verification.models import (
+    FINISHED,
+    Claim,
+    Evidence,
+    Origin,
+    SearchResult,
+    Sentence,
+    Source,
+    Status,
+    Upload,
+    Verification,
+)
+from verification.pipeline import categorize, decompose, domains, duplicates, judge, search, segment
+from verification.pipeline.types import (
+    EvidenceToJudge,
+    FetchedDocument,
+    PageSentences,
+    SegmentedSentence,
+    StepError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -266,28 +284,24 @@ def claim_search(claim_id: int) -> None:
     heartbeat.hold(claim.sentence.verification_id)
     if not services.claim_begin_search(claim):
         return
-    verification = claim.sentence.verification
-    provider, top_k = providers.search_provider(), verification.settings["top_k_results"]
-    key = cache_key("search", provider.endpoint, claim.query, top_k)
-    hits = lookup(key)
+    # "documents": the run's own documents only, no search at all; "both": the web's and them.
+    mode = claim.sentence.verification.settings.get("evidence", "web")
+    hits = [] if mode == "documents" else _web_hits(claim)
     if hits is None:
-        try:
-            hits = search.search_claim(provider, claim.query, top_k)
-        except StepError as error:
-            return _fail_claim(claim_id, reason=f"web search failed: {error}")
-        finally:
-            # Its own short write: the run's row is every task's counter, so no long lock on it.
-            services.usage_add(verification.pk, searches=1)
-        store(key, hits)
-    new_sources = services.search_results_save(claim=claim, hits=hits, host_of=providers.host_of)
-    if not hits:
+        return
+    hits = _readable_hits(claim, hits)
+    new_sources = services.claim_results_save(
+        claim=claim, hits=hits, host_of=providers.host_of, documents=mode != "web"
+    )
+    if not claim.search_results.exists():
         if services.claim_finish(claim_id, note="the web search found no pages"):
             _after_claim(claim)
         return
     for source in new_sources:  # downloads first: they are on the critical path, types are not
         send(source_fetch, source.pk)
     for source in new_sources:
-        _categorize(source)
+        if not source.source_type:  # the user's documents are typed already
+            _categorize(source)
     # Pages another claim of this run already fetched: choose passages here, no second
     # download. (Read after our results are committed, so a fetch finishing meanwhile either
     # sees our result or we see its page.)
@@ -298,6 +312,39 @@ def claim_search(claim_id: int) -> None:
         _read_results(result.source, [result])
 
 
+def _web_hits(claim: Claim) -> list | None:
+    """The claim's web search results (cached across runs), or None when the search failed
+    (the claim is then failed with the reason)."""
+    verification = claim.sentence.verification
+    # More than the run reads when domain lists may leave some out (see _readable_hits).
+    top_k = domains.search_depth(verification.settings["top_k_results"], domain_lists.rules_for(verification.settings))
+    provider = providers.search_provider()
+    key = cache_key("search", provider.endpoint, claim.query, top_k)
+    hits = lookup(key)
+    if hits is None:
+        try:
+            hits = search.search_claim(provider, claim.query, top_k)
+        except StepError as error:
+            _fail_claim(claim.pk, reason=f"web search failed: {error}")
+            return None
+        finally:
+            # Its own short write: the run's row is every task's counter, so no long lock on it.
+            services.usage_add(verification.pk, searches=1)
+        store(key, hits)
+    return hits
+
+
+def _readable_hits(claim: Claim, hits: list) -> list:
+    """The hits the run's domain lists let it read (the search cache holds them all, since
+    runs differ in their lists), at most its top-k; how many were left out is recorded, so the
+    result says so."""
+    run_settings = claim.sentence.verification.settings
+    kept, left_out = domains.filter_hits(hits, domain_lists.rules_for(run_settings), run_settings["top_k_results"])
+    if left_out:
+        services.claim_left_out_record(claim=claim, counts=left_out)
+    return kept
+
+
 @step("fetching a page", give_up=_fail_source)
 def source_fetch(source_id: int) -> None:
     source = Source.objects.get(pk=source_id)
@@ -305,9 +352,11 @@ def source_fetch(source_id: int) -> None:
     page = None
     if source.status not in FINISHED:  # a redelivered fetch of a finished page only reads results
         try:
-            page = _page_sentences(source.url)
+            page = _page_sentences(source)
+            _refuse_final_host(source, page)
             services.source_fetched(source, page=page)
         except StepError as error:
+            page = None
             services.source_fail(source_id, reason=str(error))
     _read_waiting(source_id, page)
 
@@ -401,12 +450,41 @@ def _type_source(source: Source, source_type: str, decided_by: str) -> None:
         services.verification_finish(source.verification_id)
 
 
-def _page_sentences(url: str) -> PageSentences:
-    """The page, split for passage selection: from the shared cache, else downloaded (here)
-    and parsed (in the CPU pool)."""
-    return remember(
-        cache_key("page-sentences", url), lambda: cpu.run(cpu.read_page, providers.page_fetcher().fetch(url))
-    )
+def _page_sentences(source: Source) -> PageSentences:
+    """The page, split for passage selection: from the shared cache, else downloaded (here) or
+    read from its upload, and parsed (in the CPU pool)."""
+
+    def read() -> PageSentences:
+        return cpu.run(cpu.read_page, _document(source), pdf_max_pages=settings.PDF_MAX_PAGES)
+
+    return remember(cache_key("page-sentences", source.url), read)
+
+
+def _domain_refusal(source: Source):
+    """Why the run must not read a page at a given URL (its domain lists), for a page the web
+    search found; None when nothing is refused. The user's own documents are read as given."""
+    rules = domain_lists.rules_for(source.verification.settings)
+    return rules.reason if rules and source.origin == Origin.WEB else None
+
+
+def _refuse_final_host(source: Source, page: PageSentences) -> None:
+    """A page that redirected to a refused host: the fetcher stops such redirects, but a copy
+    cached by a run without the list may have followed one."""
+    refusal = _domain_refusal(source)
+    reason = refusal(page.final_url) if refusal and page.final_url != source.url else None
+    if reason:
+        raise StepError(f"the page redirected to another site: {reason}")
+
+
+def _document(source: Source) -> FetchedDocument:
+    if not is_upload(source.url):
+        return providers.page_fetcher().fetch(source.url, refuse=_domain_refusal(source))
+    upload = Upload.objects.filter(source=source).first()
+    if upload is None:
+        raise StepError("the uploaded file is no longer stored")
+    content_type = READ_AS.get(upload.content_type, upload.content_type)
+    # bytes(): PostgreSQL hands binary columns back as memoryview.
+    return FetchedDocument(source.url, source.url, content_type, None, bytes(upload.body))
 
 
 def _read_waiting(source_id: int, page: PageSentences | None = None) -> None:
@@ -421,7 +499,7 @@ def _read_results(source: Source, results: list[SearchResult], page: PageSentenc
         return
     if source.status == Status.DONE and page is None:
         try:
-            page = _page_sentences(source.url)
+            page = _page_sentences(source)
         except StepError as error:  # no longer in the cache, and the page is gone now
             services.source_fail(source.pk, reason=str(error), was_read=True)
             source.status = Status.FAILED
@@ -452,7 +530,9 @@ def _maybe_judge(claim_id: int) -> None:
     """When the claim's last page is read, send its evidence to the judge in batches."""
     if not services.claim_start_judging(claim_id):
         return
-    evidence_ids = list(Evidence.objects.filter(claim_id=claim_id, status=Status.PENDING).values_list("pk", flat=True))
+    _mark_duplicates(claim_id)
+    pending = Evidence.objects.filter(claim_id=claim_id, status=Status.PENDING, duplicate_of__isnull=True)
+    evidence_ids = list(pending.values_list("pk", flat=True))
     if not evidence_ids and Evidence.objects.filter(claim_id=claim_id).exists():
         _after_judging(claim_id)  # judged before (a retried run): nothing new to judge
         return
@@ -461,6 +541,19 @@ def _maybe_judge(claim_id: int) -> None:
         return
     for batch in judge.batches(evidence_ids):
         send(evidence_judge, claim_id, batch)
+
+
+def _mark_duplicates(claim_id: int) -> None:
+    """The same text found at several URLs is judged once and counts once: each copy is marked
+    as a duplicate of the item that counts (one already judged, else the most relevant) and
+    takes its verdict (services.evidence_mark_duplicates)."""
+    items = Evidence.objects.filter(claim_id=claim_id, duplicate_of__isnull=True).values_list(
+        "pk", "passage", "status", "relevance"
+    )
+    ordered = sorted(items, key=lambda item: (item[2] == Status.PENDING, -item[3], item[0]))
+    found = duplicates.find_duplicates([duplicates.Candidate(pk, passage) for pk, passage, *_ in ordered])
+    if found:
+        services.evidence_mark_duplicates(found)
 
 
 def _finish_without_evidence(claim_id: int) -> None:

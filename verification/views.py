@@ -22,11 +22,11 @@ def home(request: HttpRequest) -> HttpResponse:
     edited_from = _edited_from(request)
     if request.method == "GET":
         return _home(request, _initial_form(edited_from), edited_from)
-    form = VerificationForm(request.POST)
+    form = VerificationForm(request.POST, request.FILES, inherited=selectors.documents_of(edited_from))
     if not form.is_valid():
         return _home(request, form, edited_from, status=400)
     run_settings = form.run_settings()
-    if providers.configuration_problems(run_settings["model"]):
+    if providers.configuration_problems(run_settings["model"], web_search=run_settings["evidence"] != "documents"):
         # The page names the variables to set; the pasted text stays in the form.
         return _home(request, form, edited_from, status=503)
     client = limits.request_client(request)
@@ -37,7 +37,11 @@ def home(request: HttpRequest) -> HttpResponse:
         response["Retry-After"] = str(limited.retry_after)
         return response
     verification = services.verification_create(
-        text=form.cleaned_data["text"], settings=run_settings, edited_from=edited_from, client=client
+        text=form.cleaned_data["text"],
+        settings=run_settings,
+        edited_from=edited_from,
+        client=client,
+        documents=form.documents,
     )
     tasks.enqueue_verification(verification)
     return redirect("verification:result", verification_id=verification.pk)
@@ -65,6 +69,9 @@ def _home(request, form, edited_from, status=200, limit_error="") -> HttpRespons
         "limit_error": limit_error,
         "problems": providers.configuration_problems(form["model"].value() or None),
         "max_chars": settings.MAX_TEXT_CHARS,
+        "kept_documents": selectors.documents_json(edited_from) if edited_from else [],
+        "max_documents": settings.MAX_DOCUMENTS,
+        "max_upload_mb": settings.MAX_UPLOAD_BYTES / 2**20,
     }
     return render(request, "verification/home.html", context, status=status)
 

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.fakes import FakePage, FakeSite
+from tests.pdfs import make_pdf
 from verification.clients import fetch
 from verification.clients.fetch import PageFetcher, is_public_address
 from verification.pipeline.types import StepError
@@ -58,8 +59,10 @@ def sites():
         site.stop()
 
 
-def fetcher(*, allow_private: bool = True, timeout: float = 2, max_bytes: int = 1_000_000):
-    return PageFetcher(timeout=timeout, max_bytes=max_bytes, allow_private=allow_private)
+def fetcher(
+    *, allow_private: bool = True, timeout: float = 2, max_bytes: int = 1_000_000, max_pdf_bytes: int | None = None
+):
+    return PageFetcher(timeout=timeout, max_bytes=max_bytes, allow_private=allow_private, max_pdf_bytes=max_pdf_bytes)
 
 
 def send(handler, status: int, body: bytes, content_type: str | None = "text/html") -> None:
@@ -290,13 +293,69 @@ def test_it_reports_an_error_status(sites, path, status):
     assert str(error.value) == f"the page answered HTTP {status}"
 
 
-def test_it_refuses_a_document_that_is_not_a_web_page(sites):
-    site = sites({"/paper.pdf": FakePage("Paper", "%PDF-1.7", content_type="application/pdf")})
+@pytest.mark.parametrize("content_type", ["image/png", "application/octet-stream", "application/zip"])
+def test_it_refuses_a_document_that_is_not_a_web_page_or_a_pdf(serve, content_type):
+    url = serve(lambda handler: send(handler, 200, b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, content_type))
 
     with pytest.raises(StepError) as error:
-        fetcher().fetch(site.url + "/paper.pdf")
+        fetcher().fetch(url + "/picture")
 
-    assert str(error.value) == "not a web page (application/pdf)"
+    assert str(error.value) == f"not a web page ({content_type})"
+
+
+# --- PDFs
+
+
+@pytest.mark.parametrize("header", ["application/pdf", "application/octet-stream", "text/html", None])
+def test_it_fetches_a_pdf_by_its_type_or_by_its_first_bytes(serve, header):
+    body = make_pdf([["The tower is 330 metres tall."]])
+    url = serve(lambda handler: send(handler, 200, body, header))
+
+    document = fetcher().fetch(url + "/paper")
+
+    assert document.content_type == "application/pdf"
+    assert document.body == body
+
+
+def test_a_pdf_over_the_page_limit_is_read_whole_up_to_the_pdf_limit(serve):
+    body = make_pdf([[f"Line {n} of a long report on the tower." for n in range(40)] for _ in range(30)])
+    url = serve(lambda handler: send(handler, 200, body, "application/pdf"))
+
+    document = fetcher(max_bytes=len(body) // 4, max_pdf_bytes=len(body)).fetch(url + "/report.pdf")
+
+    assert document.body == body
+
+
+@pytest.mark.parametrize("declares_length", [True, False])
+def test_a_pdf_over_the_pdf_limit_is_refused_not_cut(serve, declares_length):
+    body = b"%PDF-1.7\n" + b"0" * 300_000
+
+    def respond(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/pdf")
+        if declares_length:
+            handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    url = serve(respond)
+
+    with pytest.raises(StepError) as error:
+        fetcher(max_bytes=50_000, max_pdf_bytes=200_000).fetch(url + "/big.pdf")
+
+    assert str(error.value) == "the PDF is larger than 0.2 MB"
+
+
+def test_it_asks_for_pdfs_too(serve):
+    seen = {}
+
+    def respond(handler):
+        seen.update(handler.headers)
+        send(handler, 200, b"<p>Hello</p>")
+
+    fetcher().fetch(serve(respond) + "/")
+
+    assert "application/pdf" in seen["Accept"]
 
 
 @pytest.mark.parametrize(

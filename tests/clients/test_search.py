@@ -105,8 +105,8 @@ def test_it_maps_organic_results_to_hits_in_rank_order(scripted):
     hits = searcher(server.url).search("eiffel tower", 10)
 
     assert hits == [
-        SearchHit(url="https://wiki.example/eiffel", title="Eiffel Tower", snippet="A tower.", rank=1),
-        SearchHit(url="https://news.example/paris", title="Paris", snippet="A city.", rank=2),
+        SearchHit("https://wiki.example/eiffel", "Eiffel Tower", "A tower.", rank=1, provider="serper"),
+        SearchHit("https://news.example/paris", "Paris", "A city.", rank=2, provider="serper"),
     ]
 
 
@@ -161,7 +161,7 @@ def test_it_reports_a_refused_key_with_fake_serper():
     finally:
         serper.stop()
 
-    assert str(error.value) == ("the search service refused the key (HTTP 403): check SERPER_API_KEY")
+    assert str(error.value) == "Serper: the key was refused (HTTP 403): check SERPER_API_KEY"
     assert serper.queries == []
 
 
@@ -194,7 +194,7 @@ def test_it_reports_a_failure_that_outlasts_the_retries(scripted):
     with pytest.raises(StepError) as error:
         searcher(server.url, session=retrying_session(total=1)).search("q", 5)
 
-    assert str(error.value) == "the search service answered HTTP 500"
+    assert str(error.value) == "Serper: the service answered HTTP 500 (down)"
     assert len(server.requests) == 2
 
 
@@ -208,13 +208,13 @@ def test_it_refuses_an_answer_that_is_not_serper_json(scripted, payload):
     with pytest.raises(StepError) as error:
         searcher(server.url).search("q", 5)
 
-    assert str(error.value) == "the search service sent an answer that is not Serper's JSON"
+    assert str(error.value).startswith("Serper: the answer is not the JSON its API sends")
 
 
 def test_it_reports_a_service_that_cannot_be_reached():
     url = f"http://127.0.0.1:{closed_port()}"
 
-    with pytest.raises(StepError, match=r"could not reach the search service \(ConnectionError\)"):
+    with pytest.raises(StepError, match=r"^Serper: could not reach the service \(ConnectionError\)$"):
         searcher(url, session=retrying_session(total=0)).search("q", 5)
 
 
@@ -222,7 +222,7 @@ def test_it_reports_a_service_that_does_not_answer_in_time(scripted):
     server = scripted((200, RESULTS, 3))
     began = time.monotonic()
 
-    with pytest.raises(StepError, match="could not reach the search service"):
+    with pytest.raises(StepError, match="Serper: could not reach the service"):
         searcher(server.url, session=retrying_session(total=0), timeout=0.2).search("q", 5)
 
     assert time.monotonic() - began < 2

@@ -1,7 +1,10 @@
+import pickle
+from datetime import date
+
 import pytest
 
-from verification.pipeline.extract import decode, extract_main_text, fetch_page
-from verification.pipeline.types import FetchedDocument, Page, StepError
+from verification.pipeline.extract import decode, fetch_page, read_html
+from verification.pipeline.types import FetchedDocument, Page, PageSentences, StepError
 
 ARTICLE = """<!doctype html><html><head><title>Eiffel Tower facts</title></head><body>
 <nav><a href='/'>Home</a> | <a href='/about'>About us</a></nav>
@@ -89,8 +92,8 @@ def test_decode_guesses_an_undeclared_legacy_charset():
     assert decode(text.encode("cp1251"), None) == text
 
 
-def test_extract_main_text_puts_headings_paragraphs_and_items_on_their_own_lines():
-    title, text = extract_main_text(ARTICLE)
+def test_read_html_puts_headings_paragraphs_and_items_on_their_own_lines():
+    title, text, _ = read_html(ARTICLE)
 
     lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
     assert title == "Eiffel Tower facts"
@@ -105,9 +108,9 @@ def test_extract_main_text_puts_headings_paragraphs_and_items_on_their_own_lines
 
 
 @pytest.mark.parametrize("html", ["", "   \n\t "])
-def test_extract_main_text_rejects_an_empty_page(html):
+def test_read_html_rejects_an_empty_page(html):
     with pytest.raises(StepError, match="empty"):
-        extract_main_text(html)
+        read_html(html)
 
 
 def test_fetch_page_fetches_the_url_and_keeps_both_urls():
@@ -171,13 +174,13 @@ def test_fetch_page_reads_plain_text_as_it_is():
 @pytest.mark.parametrize(
     ("body", "content_type"),
     [
-        (b"<html><body><p>Too short.</p></body></html>", "text/html"),
         (b"<html><head><title>A long title that is not text</title></head></html>", "text/html"),
-        (b"short", "text/plain"),
+        (b"<html><body><div><img src='a.png'></div><p> \xe2\x80\x94 </p></body></html>", "text/html"),
         (b"   \n\n  ", "text/plain"),
+        (b"-- ... --", "text/plain"),
     ],
 )
-def test_fetch_page_rejects_a_page_with_too_little_text(body, content_type):
+def test_fetch_page_rejects_a_page_with_no_readable_text(body, content_type):
     with pytest.raises(StepError, match="no readable text"):
         fetch_page(FakeFetcher(document(body, content_type=content_type)), "u")
 
@@ -194,8 +197,7 @@ def test_a_newline_inside_a_paragraph_is_a_space_not_a_line_break():
         "\nFrance, and it was completed in 1889.</p></article></body></html>"
     )
 
-    _, text = extract_main_text(html)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line.strip() for line in read_html(html).text.splitlines() if line.strip()]
 
     expected = (
         "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France, "
@@ -209,3 +211,99 @@ def test_a_newline_inside_a_paragraph_is_a_space_not_a_line_break():
 )
 def test_it_reads_undeclared_windows_1252_as_western_european(sentence):
     assert decode((sentence * 3).encode("cp1252"), None) == sentence * 3
+
+
+# --- short pages: kept when they have any readable text
+
+
+def test_a_one_paragraph_statement_is_read():
+    html = b"<html><head><title>Statement</title></head><body><p>We closed the office on 3 May.</p></body></html>"
+
+    page = fetch_page(FakeFetcher(document(html)), "u")
+
+    assert page.title == "Statement"
+    assert page.text == "We closed the office on 3 May."
+
+
+def test_a_short_plain_text_document_is_read():
+    page = fetch_page(FakeFetcher(document(b"  Open daily.  ", content_type="text/plain", charset=None)), "u")
+
+    assert page.text == "Open daily."
+
+
+def test_a_tiny_body_is_read_with_the_pages_description():
+    html = (
+        b'<html><head><title>Notice</title><meta name="description" content="The museum is closed on Mondays '
+        b'until further notice."></head><body><p>Closed Mondays.</p></body></html>'
+    )
+
+    page = fetch_page(FakeFetcher(document(html)), "u")
+
+    assert page.text == "Closed Mondays.\nThe museum is closed on Mondays until further notice."
+
+
+def test_a_page_with_only_a_description_is_read_by_it():
+    html = b'<html><head><meta property="og:description" content="A post about the tower."></head><body></body></html>'
+
+    assert fetch_page(FakeFetcher(document(html)), "u").text == "A post about the tower."
+
+
+def test_a_description_the_body_already_says_is_not_repeated():
+    html = b'<html><head><meta name="description" content="Closed Mondays."></head><body><p>Closed Mondays.</p>'
+
+    assert fetch_page(FakeFetcher(document(html)), "u").text == "Closed Mondays."
+
+
+def test_a_long_page_is_read_without_its_description():
+    html = ARTICLE.replace("<title>", '<meta name="description" content="A summary for sharing."><title>')
+
+    assert "A summary for sharing." not in fetch_page(FakeFetcher(document(html.encode())), "u").text
+
+
+# --- titles and dates of web pages
+
+
+def test_a_page_is_titled_by_its_og_title():
+    html = ARTICLE.replace("<title>", '<meta property="og:title" content="The Eiffel Tower, explained"><title>')
+
+    assert fetch_page(FakeFetcher(document(html.encode())), "u").title == "The Eiffel Tower, explained"
+
+
+def test_a_page_carries_the_date_it_states():
+    html = ARTICLE.replace("<title>", '<meta property="article:published_time" content="2016-05-04"><title>')
+
+    assert fetch_page(FakeFetcher(document(html.encode())), "u").published == date(2016, 5, 4)
+
+
+def test_plain_text_and_undated_pages_have_no_date():
+    plain = document(b"The Eiffel Tower is in Paris.", content_type="text/plain", charset=None)
+
+    assert fetch_page(FakeFetcher(plain), "u").published is None
+    assert fetch_page(FakeFetcher(document(ARTICLE.encode())), "u").published is None
+
+
+def test_page_sentences_cached_before_dates_were_read_load_with_no_date():
+    # What a cache written by the previous version holds: the pickled fields without `published`.
+    old = PageSentences.__new__(PageSentences)
+    object.__setattr__(old, "__dict__", {"url": "u", "final_url": "u", "title": "T", "sentences": ("S.",)})
+
+    restored = pickle.loads(pickle.dumps(old))
+
+    assert restored.published is None
+    assert restored.sentences == ("S.",)
+
+
+def test_text_inside_the_article_keeps_its_order_and_leaves_out_the_chrome():
+    html = (
+        "<html><head><title>T</title></head><body><header><nav><a href='/'>Home</a> <a href='/a'>About</a></nav>"
+        "</header><div class='cookie-banner'>We use cookies. Accept all?</div><main><article><h1>Heading</h1>"
+        "<p>First paragraph of the article, which is long enough to be the main text of the page.</p>"
+        "<p>Second paragraph of the article, which says more about the subject of the page.</p>"
+        "</article></main><footer>Copyright the site. All rights reserved.</footer></body></html>"
+    )
+
+    expected = (
+        "Heading\nFirst paragraph of the article, which is long enough to be the main text of the page.\n"
+        "Second paragraph of the article, which says more about the subject of the page."
+    )
+    assert fetch_page(FakeFetcher(document(html.encode())), "u").text == expected

@@ -166,11 +166,73 @@ def test_merge_windows(indices, context, count, expected):
     [
         ("The Eiffel-Tower, in 1889!", ["eiffel", "tower", "1889"]),
         ("It was what it was.", []),
-        ("Gustave EIFFEL's company", ["gustave", "eiffel", "s", "company"]),
+        ("Gustave EIFFEL's company", ["gustav", "eiffel", "s", "compani"]),
+        ("Vaccines were opened; vaccine opening", ["vaccin", "open", "vaccin", "open"]),
     ],
 )
-def test_tokenize_drops_stopwords_and_punctuation(text, expected):
+def test_tokenize_drops_stopwords_and_punctuation_and_stems(text, expected):
     assert tokenize(text) == expected
+
+
+def test_a_word_form_the_claim_does_not_use_still_matches():
+    page = ["The museum opens at nine.", "The bridge was opening to traffic in 1845.", "Tickets cost ten pounds."]
+
+    [passage] = select_passages("The bridge opened in 1845", page, top_k=1, context=0)
+
+    assert passage.text == page[1]
+
+
+REPEATED_TITLE_PAGE = [
+    "Caldervale harbour history",  # meta title
+    "Home › History › Caldervale harbour history",
+    "Caldervale harbour history",  # the heading
+    "The Caldervale harbour was opened in 1845 by the town council.",
+    "Caldervale Harbour History",  # the breadcrumb's last crumb, capitalised
+    "Its first pier was built of timber from the harbour forests.",
+    "The harbour was rebuilt in 1902 after a storm.",
+    "Fishing boats still use the harbour.",
+]
+
+
+@pytest.mark.parametrize("dense", [False, True], ids=["sparse", "dense"])
+def test_a_line_the_page_repeats_takes_one_slot_of_the_top_k(dense, embedder):
+    passages = select_passages(
+        "The Caldervale harbour opened in 1845",
+        REPEATED_TITLE_PAGE,
+        top_k=3,
+        context=0,
+        embedder=embedder if dense else None,
+    )
+    chosen = [text for p in passages for text in highlighted(p)]
+
+    assert len(chosen) == 3
+    assert sum(text.lower() == "caldervale harbour history" for text in chosen) <= 1
+    assert REPEATED_TITLE_PAGE[3] in chosen
+
+
+class CountingEmbedder:
+    """The real model, recording what it was asked to embed."""
+
+    def __init__(self, embedder) -> None:
+        self.embedder, self.asked = embedder, []
+
+    def encode(self, texts):
+        self.asked.append(list(texts))
+        return self.embedder.encode(texts)
+
+
+def test_dense_mode_also_weighs_the_sentence_after_a_match_that_shares_no_word_with_the_claim(embedder):
+    filler = [f"Unrelated line {n} about weather and parking in the old town." for n in range(60)]
+    notes = [f"Notes on Norbridge, part {n}." for n in range(40)]  # more lines sharing a word than BM25 keeps
+    page = [*filler[:20], "The Norbridge library opened to readers in 1871.", "It held forty thousand volumes."]
+    page += [*notes, *filler[20:]]
+    counting = CountingEmbedder(embedder)
+
+    select_passages("The Norbridge library had 40,000 books", page, top_k=3, context=0, embedder=counting)
+
+    [asked] = counting.asked
+    assert "It held forty thousand volumes." in asked
+    assert len(asked) <= 1 + 30 + 6  # the claim, BM25's shortlist, the followers of its best
 
 
 def test_page_sentences_splits_lines_and_sentences():

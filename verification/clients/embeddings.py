@@ -43,7 +43,11 @@ class SentenceEmbedder:
         missing = [t for t in dict.fromkeys(texts) if t not in known]
         if missing:
             vectors = self.model.encode(
-                missing, batch_size=BATCH_SIZE, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+                missing,
+                batch_size=BATCH_SIZE,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             )
             known.update(zip(missing, vectors, strict=True))
             with self._lock:

@@ -7,6 +7,8 @@ DNS answer that changes between check and connect (rebinding) is never asked for
 import ipaddress
 import socket
 import time
+from collections.abc import Callable, Iterator
+from urllib.parse import urljoin
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -18,8 +20,12 @@ from urllib3.util.connection import allowed_gai_family, create_connection
 from verification.pipeline.types import FetchedDocument, StepError
 
 USER_AGENT = "Mozilla/5.0 (compatible; factsite/0.1; fact verification of AI-written text)"
-ACCEPTED_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
+PDF = "application/pdf"
+ACCEPTED_TYPES = ("text/html", "application/xhtml+xml", "text/plain", PDF)
+ACCEPT_HEADER = "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8"
 MAX_REDIRECTS = 5
+# Where a PDF's header may start (its specification allows a little junk before it).
+PDF_HEADER_WITHIN = 1024
 
 
 class PrivateAddressError(NewConnectionError):
@@ -105,9 +111,14 @@ class PublicOnlyAdapter(HTTPAdapter):
 
 
 class PageFetcher:
-    def __init__(self, *, timeout: float, max_bytes: int, allow_private: bool) -> None:
+    def __init__(
+        self, *, timeout: float, max_bytes: int, allow_private: bool, max_pdf_bytes: int | None = None
+    ) -> None:
         self.timeout = timeout
         self.max_bytes = max_bytes
+        # A PDF cut short cannot be read at all (its index is at the end), so it gets its own,
+        # larger, limit and is refused over it rather than truncated.
+        self.max_pdf_bytes = max_pdf_bytes or max_bytes
         self.session = requests.Session()
         # Environment proxies would make the peer check see the proxy, not the page's host.
         self.session.trust_env = allow_private
@@ -116,13 +127,16 @@ class PageFetcher:
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
 
-    def fetch(self, url: str) -> FetchedDocument:
+    def fetch(self, url: str, *, refuse: Callable[[str], str | None] | None = None) -> FetchedDocument:
+        """`refuse(url)`: a reason not to follow a redirect to `url` (a blocked domain), asked
+        before that host is contacted."""
         try:
             with self.session.get(
                 url,
                 stream=True,
                 timeout=self.timeout,
-                headers={"User-Agent": USER_AGENT, "Accept": "text/html,application/xhtml+xml,text/plain;q=0.8"},
+                headers={"User-Agent": USER_AGENT, "Accept": ACCEPT_HEADER},
+                hooks={"response": _redirect_guard(refuse)} if refuse else None,
             ) as response:
                 return self._read(url, response)
         except requests.exceptions.InvalidSchema as error:
@@ -143,22 +157,64 @@ class PageFetcher:
         if response.status_code >= 400:
             raise StepError(f"the page answered HTTP {response.status_code}")
         content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        if content_type and content_type not in ACCEPTED_TYPES:
-            raise StepError(f"not a web page ({content_type})")
         charset = requests.utils.get_encoding_from_headers(response.headers)
         if charset == "ISO-8859-1" and "charset" not in response.headers.get("Content-Type", "").lower():
             charset = None  # requests' default for text/*, not something the server said
-        body = bytearray()
+        chunks = response.iter_content(64 * 1024)
+        body = bytearray(next(chunks, b""))
+        # A PDF is known by its first bytes too: servers label PDFs application/octet-stream,
+        # binary/octet-stream, even text/html.
+        if b"%PDF-" in body[:PDF_HEADER_WITHIN]:
+            content_type = PDF
+        if content_type and content_type not in ACCEPTED_TYPES:
+            raise StepError(f"not a web page ({content_type})")
+        if content_type == PDF:
+            self._read_whole(body, chunks, response)
+        else:
+            self._read_start(body, chunks)
+        return FetchedDocument(url, response.url, content_type or "text/html", charset, bytes(body))
+
+    def _read_start(self, body: bytearray, chunks: Iterator[bytes]) -> None:
+        """Over the cap, keep the start: the main text of a page comes early."""
         deadline = time.monotonic() + 3 * self.timeout
-        for chunk in response.iter_content(64 * 1024):
+        # Checked before asking for the next chunk: past the cap, nothing more is read.
+        while len(body) < self.max_bytes and (chunk := next(chunks, None)) is not None:
             body += chunk
-            # Over the cap, keep the start: the main text of a page comes early.
-            if len(body) >= self.max_bytes:
-                del body[self.max_bytes :]
-                break
             if time.monotonic() > deadline:
                 raise StepError("the page was too slow to download")
-        return FetchedDocument(url, response.url, content_type or "text/html", charset, bytes(body))
+        del body[self.max_bytes :]
+
+    def _read_whole(self, body: bytearray, chunks: Iterator[bytes], response: requests.Response) -> None:
+        too_large = StepError(f"the PDF is larger than {_megabytes(self.max_pdf_bytes)}")
+        if int(response.headers.get("Content-Length") or 0) > self.max_pdf_bytes:
+            raise too_large  # said up front: nothing more is downloaded
+        deadline = time.monotonic() + 3 * self.timeout
+        for chunk in chunks:
+            body += chunk
+            if len(body) > self.max_pdf_bytes:
+                raise too_large
+            if time.monotonic() > deadline:
+                raise StepError("the PDF was too slow to download")
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:g} MB"
+
+
+def _redirect_guard(refuse: Callable[[str], str | None]):
+    """A response hook: requests runs it on every hop before following the next, so a refused
+    redirect target is never connected to."""
+
+    def check(response: requests.Response, **kwargs) -> requests.Response:
+        if response.is_redirect:
+            target = urljoin(response.url, response.headers["Location"])
+            reason = refuse(target)
+            if reason:
+                response.close()
+                raise StepError(f"the page redirected to another site: {reason}")
+        return response
+
+    return check
 
 
 def _connection_reason(error: requests.exceptions.ConnectionError) -> str:

@@ -1,40 +1,81 @@
-"""A fetched document → its title and main text, one block (paragraph, list item, heading) a line."""
+"""A fetched document → its title, main text (one block — paragraph, list item, heading — a
+line) and publication date. Web pages by trafilatura, PDFs by pypdf (pdf.py)."""
 
 import re
+from datetime import date
+from typing import NamedTuple
 
-import lxml.html
+import trafilatura
 from charset_normalizer import from_bytes
-from readability import Document
+from lxml.html import HtmlElement
 
+from . import html_meta, pdf
 from .types import FetchedDocument, Fetcher, Page, StepError
 
-MIN_TEXT_CHARS = 80
-BLOCK_TAGS = frozenset(
-    "p div li ul ol h1 h2 h3 h4 h5 h6 blockquote pre tr td th dt dd section article br figcaption".split()
-)
+# Pages of PDFs read at most (PDF_MAX_PAGES): a 500-page report would hold a CPU process for
+# many seconds, and the gist of a document comes early.
+PDF_MAX_PAGES = 50
+# Below this much body text, the page's description is read too: on a short page (a statement,
+# a post of two lines) it is often the only other thing the page says.
+SHORT_TEXT_CHARS = 80
+# trafilatura's blocks (its own XML vocabulary); table cells keep a line each, as before.
+BLOCK_TAGS = frozenset("head p item list quote code table row cell lb".split())
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+class HtmlReading(NamedTuple):
+    title: str
+    text: str
+    published: date | None
 
 
 def fetch_page(fetcher: Fetcher, url: str) -> Page:
     return read_document(fetcher.fetch(url))
 
 
-def read_document(document: FetchedDocument) -> Page:
+def read_document(document: FetchedDocument, *, pdf_max_pages: int = PDF_MAX_PAGES) -> Page:
     """The CPU half of `fetch_page` (decoding and parsing), apart so that it can run in
-    another process than the download."""
+    another process than the download. Uploaded documents come through here too."""
+    if pdf.is_pdf(document):
+        return pdf.read_pdf(document, max_pages=pdf_max_pages)
     text = decode(document.body, document.charset)
     if document.content_type == "text/plain":
-        return _page(document, title="", text=text)
-    title, main_text = extract_main_text(text)
-    return _page(document, title, main_text)
+        return _page(document, HtmlReading(title="", text=text, published=None))
+    return _page(document, read_html(text))
 
 
-def _page(document: FetchedDocument, title: str, text: str) -> Page:
-    lines = [" ".join(line.split()) for line in text.splitlines()]
-    text = "\n".join(line for line in lines if line)
-    if len(text) < MIN_TEXT_CHARS:
+def read_html(html: str) -> HtmlReading:
+    if not html.strip():
+        raise StepError("the page is empty")
+    tree = _parse(html)
+    # Title and date first: the extractor prunes the tree it is given.
+    title, published = html_meta.page_title(tree), html_meta.published_date(tree)
+    text = extract_main_text(tree)
+    if len(_tidy(text)) < SHORT_TEXT_CHARS:
+        summary = html_meta.description(tree)
+        if summary and summary not in _tidy(text):
+            text = f"{text}\n{summary}"
+    return HtmlReading(title=title, text=text, published=published)
+
+
+def _page(document: FetchedDocument, reading: HtmlReading) -> Page:
+    """A page is kept however short its text, as long as it has some: a one-paragraph statement
+    is evidence too."""
+    text = _tidy(reading.text)
+    if not any(character.isalnum() for character in text):
         raise StepError("the page has no readable text")
-    return Page(url=document.url, final_url=document.final_url, title=" ".join(title.split()), text=text)
+    return Page(
+        url=document.url,
+        final_url=document.final_url,
+        title=" ".join(reading.title.split()),
+        text=text,
+        published=reading.published,
+    )
+
+
+def _tidy(text: str) -> str:
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    return "\n".join(line for line in lines if line)
 
 
 def decode(body: bytes, charset: str | None) -> str:
@@ -67,29 +108,40 @@ def _meta_charset(body: bytes) -> str | None:
     return match.group(1).decode("ascii") if match else None
 
 
-def extract_main_text(html: str) -> tuple[str, str]:
-    """(title, main text) by readability. Blocks get a line each, since `text_content()` glues
-    a heading to the paragraph after it."""
-    if not html.strip():
-        raise StepError("the page is empty")
+def _parse(html: str) -> HtmlElement:
     try:
-        document = Document(html)
-        summary = document.summary(html_partial=True)
-        title = document.short_title() or ""
-    except Exception as error:  # readability raises bare Exceptions on broken markup
+        tree = trafilatura.load_html(html)
+    except Exception as error:  # lxml raises on some broken markup
         raise StepError(f"the page could not be parsed ({type(error).__name__})") from error
-    return title, _block_text(summary)
+    if tree is None:
+        raise StepError("the page could not be parsed")
+    return tree
 
 
-def _block_text(fragment: str) -> str:
-    root = lxml.html.fromstring(fragment)
-    preformatted = {id(e) for pre in root.iter("pre") for e in pre.iter()}
-    for element in root.iter():
-        # A newline in the HTML source is just a space; only block boundaries end a line.
-        if id(element) not in preformatted:
+def extract_main_text(tree: HtmlElement) -> str:
+    """The main text by trafilatura (measured against readability-lxml in bench/extraction.py:
+    as good or better, twice as fast), with its own fallbacks (readability, jusText) for pages
+    where its result looks too short. Recall first: a passage missed is evidence lost, while a
+    stray line of chrome only has to lose the ranking."""
+    try:
+        extracted = trafilatura.bare_extraction(
+            tree, include_comments=False, include_tables=True, favor_recall=True, with_metadata=False
+        )
+    except Exception as error:  # the extractor trips on some broken markup
+        raise StepError(f"the page could not be parsed ({type(error).__name__})") from error
+    if extracted is None or extracted.body is None:
+        return ""
+    return _block_text(extracted.body)
+
+
+def _block_text(body: HtmlElement) -> str:
+    """One block a line: a newline in a block's text is just a space (except in code), and
+    block boundaries end lines."""
+    for element in body.iter():
+        if element.tag != "code":
             element.text = element.text and element.text.replace("\n", " ")
-            element.tail = element.tail and element.tail.replace("\n", " ")
-        if isinstance(element.tag, str) and element.tag.lower() in BLOCK_TAGS:
+        element.tail = element.tail and element.tail.replace("\n", " ")
+        if element.tag in BLOCK_TAGS:
             element.tail = "\n" + (element.tail or "")
             element.text = "\n" + (element.text or "")
-    return root.text_content()
+    return "".join(body.itertext())

@@ -1,5 +1,6 @@
 """Claim query → the top web results worth fetching."""
 
+from dataclasses import replace
 from urllib.parse import urldefrag, urlsplit
 
 from .types import SearchHit, SearchProvider
@@ -14,7 +15,7 @@ def search_claim(provider: SearchProvider, query: str, top_k: int) -> list[Searc
         if not _fetchable(url) or url in seen:
             continue
         seen.add(url)
-        hits.append(SearchHit(url=url, title=hit.title, snippet=hit.snippet, rank=len(hits) + 1))
+        hits.append(replace(hit, url=url, rank=len(hits) + 1))
         if len(hits) == top_k:
             break
     return hits

@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
@@ -63,6 +64,8 @@ class SearchHit:
     title: str
     snippet: str
     rank: int
+    # The search provider that found it ("serper", "wikipedia", …).
+    provider: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,8 @@ class Page:
     final_url: str
     title: str
     text: str
+    # As the page or PDF states it; None when it does not.
+    published: date | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,8 @@ class PageSentences:
     final_url: str
     title: str
     sentences: tuple[str, ...]
+    # A default, so that pages cached before dates were read still load.
+    published: date | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +149,7 @@ class FetchedDocument:
 
 
 class Fetcher(Protocol):
-    def fetch(self, url: str) -> FetchedDocument: ...
+    def fetch(self, url: str, *, refuse: Callable[[str], str | None] | None = None) -> FetchedDocument: ...
 
 
 class Embedder(Protocol):

@@ -9,10 +9,13 @@ import time
 from pathlib import Path
 
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.utils.datastructures import MultiValueDict
 
 from verification import limits, providers, selectors, services, tasks
+from verification.documents import EVIDENCE_MODES
 from verification.forms import DEFAULT_SETTINGS, RETRIEVAL_MODES, VerificationForm
 from verification.models import FINISHED, Verification
 from verification.scoring import DEFAULT_RULE, OUTCOME_LABELS, SCORE_RULES
@@ -47,6 +50,19 @@ class Command(BaseCommand):
             help="all: supported ÷ all judged evidence (the paper's, default); "
             "decisive: supported ÷ (supported + not supported)",
         )
+        parser.add_argument(
+            "--source",
+            action="append",
+            default=[],
+            dest="sources",
+            metavar="URL_OR_FILE",
+            help="a document to read as evidence: a web address, or a PDF, HTML, Markdown or text file (repeatable)",
+        )
+        parser.add_argument(
+            "--evidence",
+            choices=[mode for mode, _ in EVIDENCE_MODES],
+            help="web (default): search the web; documents: only the --source documents, no search; both",
+        )
         parser.add_argument("--timeout", type=float, default=900, help="give up waiting after this many seconds")
 
     def handle(self, *args, **options) -> None:
@@ -59,7 +75,10 @@ class Command(BaseCommand):
                 "top_k_results": options["top_k_results"],
                 "top_k_passages": options["top_k_passages"],
                 "context_size": options["context"],
-            }
+                "evidence": options["evidence"] or "",
+                "sources": "\n".join(source for source in options["sources"] if _is_web_address(source)),
+            },
+            files=MultiValueDict({"files": [_read_document(s) for s in options["sources"] if not _is_web_address(s)]}),
         )
         if not form.is_valid():
             raise CommandError(
@@ -67,7 +86,9 @@ class Command(BaseCommand):
                 returncode=REFUSED if form.has_error("text", code="budget") else 1,
             )
         run_settings = form.run_settings()
-        problems = providers.configuration_problems(run_settings["model"])
+        problems = providers.configuration_problems(
+            run_settings["model"], web_search=run_settings["evidence"] != "documents"
+        )
         if problems:
             raise CommandError("\n".join(problems))
         # A fresh clone has no tables yet; once they exist this changes nothing.
@@ -77,7 +98,7 @@ class Command(BaseCommand):
         if limited:
             raise CommandError(limited.message(who="the command line"), returncode=REFUSED)
         verification = services.verification_create(
-            text=form.cleaned_data["text"], settings=run_settings, client=client
+            text=form.cleaned_data["text"], settings=run_settings, client=client, documents=form.documents
         )
         tasks.enqueue_verification(verification)
         self.stderr.write(f"verification {verification.pk} started")
@@ -115,6 +136,18 @@ class Command(BaseCommand):
             if time.monotonic() > deadline:
                 raise CommandError(f"still running after {timeout:g} s; the result will be at /v/{verification.pk}")
             time.sleep(0.25)
+
+
+def _is_web_address(source: str) -> bool:
+    return source.lower().startswith(("http://", "https://"))
+
+
+def _read_document(path: str) -> SimpleUploadedFile:
+    """A --source file, handed to the form as an upload (checked the same way)."""
+    try:
+        return SimpleUploadedFile(Path(path).name, Path(path).read_bytes())
+    except OSError as error:
+        raise CommandError(f"cannot read {path}: {error.strerror}") from error
 
 
 def progress_line(progress: dict) -> str:

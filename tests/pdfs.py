@@ -1,0 +1,56 @@
+"""Real PDFs for tests, written by pypdf here (no third-party documents in the repository)."""
+
+import io
+from datetime import datetime
+
+from pypdf import PdfWriter
+from pypdf.generic import ContentStream, DictionaryObject, NameObject
+
+
+def _escape(line: str) -> str:
+    return line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def make_pdf(
+    pages: list[list[str]],
+    *,
+    title: str | None = None,
+    created: datetime | None = None,
+    password: str | None = None,
+    owner_password: str = "owner",
+) -> bytes:
+    """One page per list of printed lines (Helvetica 11 pt, top to bottom); an empty list is a
+    page with no text layer, as a scanned page is."""
+    writer = PdfWriter()
+    font = writer._add_object(
+        DictionaryObject(
+            {
+                NameObject("/Type"): NameObject("/Font"),
+                NameObject("/Subtype"): NameObject("/Type1"),
+                NameObject("/BaseFont"): NameObject("/Helvetica"),
+                NameObject("/Encoding"): NameObject("/WinAnsiEncoding"),
+            }
+        )
+    )
+    for lines in pages:
+        page = writer.add_blank_page(612, 792)
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
+        )
+        shown = "".join(f"({_escape(line)}) Tj 0 -14 Td " for line in lines)
+        stream = ContentStream(None, writer)
+        stream.set_data(f"BT /F1 11 Tf 72 740 Td {shown}ET".encode("latin-1") if lines else b"")
+        page[NameObject("/Contents")] = writer._add_object(stream)
+    metadata = {}
+    if title is not None:
+        metadata["/Title"] = title
+    if created is not None:
+        metadata["/CreationDate"] = created.strftime("D:%Y%m%d%H%M%S")
+    if metadata:
+        writer.add_metadata(metadata)
+    if password is not None:
+        # RC4 needs no cryptography package; what the reader meets is the same either way.
+        writer.encrypt(user_password=password, owner_password=owner_password, algorithm="RC4-128")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()

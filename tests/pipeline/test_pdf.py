@@ -1,0 +1,142 @@
+from datetime import date, datetime
+
+import pytest
+
+from tests.pdfs import make_pdf
+from verification.pipeline.extract import read_document
+from verification.pipeline.pdf import paragraphs
+from verification.pipeline.types import FetchedDocument, StepError
+
+PAPER = [
+    "Vitamin D and bone health in adults",
+    "A. Lindqvist, R. Okafor",
+    "Abstract",
+    "The body makes vitamin D when the skin is exposed to sunlight, and a lack of it softens",
+    "the bones in children and adults alike. Most adults need about ten micrograms a day,",
+    "more in winter and in old age, when the skin makes less of it.",
+]
+
+
+def pdf_document(body: bytes, content_type: str = "application/pdf") -> FetchedDocument:
+    return FetchedDocument(
+        url="https://journal.example/paper.pdf",
+        final_url="https://journal.example/files/paper.pdf",
+        content_type=content_type,
+        charset=None,
+        body=body,
+    )
+
+
+def test_it_reads_the_text_of_a_pdf_a_paragraph_a_line():
+    page = read_document(pdf_document(make_pdf([PAPER, ["Second page: the trial ran for ten years."]])))
+
+    assert page.url == "https://journal.example/paper.pdf"
+    assert page.final_url == "https://journal.example/files/paper.pdf"
+    assert page.text.split("\n") == [
+        "Vitamin D and bone health in adults",
+        "A. Lindqvist, R. Okafor",
+        "Abstract",
+        "The body makes vitamin D when the skin is exposed to sunlight, and a lack of it softens the bones in "
+        "children and adults alike. Most adults need about ten micrograms a day, more in winter and in old "
+        "age, when the skin makes less of it.",
+        "Second page: the trial ran for ten years.",
+    ]
+
+
+@pytest.mark.parametrize("content_type", ["application/octet-stream", "text/html", "text/plain", "binary/octet-stream"])
+def test_it_knows_a_pdf_by_its_bytes_whatever_its_label(content_type):
+    page = read_document(pdf_document(make_pdf([PAPER]), content_type=content_type))
+
+    assert page.text.startswith("Vitamin D and bone health in adults\n")
+
+
+def test_the_title_is_the_one_the_pdf_declares():
+    page = read_document(pdf_document(make_pdf([PAPER], title="  Vitamin D:\n a review ")))
+
+    assert page.title == "Vitamin D: a review"
+
+
+@pytest.mark.parametrize("declared", [None, "", "Microsoft Word - draft3.docx", "paper_final.pdf", "untitled"])
+def test_without_a_real_declared_title_the_first_line_is_the_title(declared):
+    page = read_document(pdf_document(make_pdf([PAPER], title=declared)))
+
+    assert page.title == "Vitamin D and bone health in adults"
+
+
+def test_the_publication_date_is_the_pdfs_creation_date():
+    page = read_document(pdf_document(make_pdf([PAPER], created=datetime(2014, 3, 2, 9, 30))))
+
+    assert page.published == date(2014, 3, 2)
+
+
+def test_a_pdf_without_a_creation_date_has_no_date():
+    assert read_document(pdf_document(make_pdf([PAPER]))).published is None
+
+
+def test_a_pdf_without_text_says_it_may_be_scanned():
+    with pytest.raises(StepError) as error:
+        read_document(pdf_document(make_pdf([[], []])))
+
+    assert str(error.value) == "the PDF has no text (a scanned document?)"
+
+
+def test_a_pdf_locked_by_a_password_says_so():
+    with pytest.raises(StepError) as error:
+        read_document(pdf_document(make_pdf([PAPER], password="secret")))
+
+    assert str(error.value) == "the PDF is protected by a password"
+
+
+def test_a_pdf_encrypted_only_against_copying_is_read():
+    page = read_document(pdf_document(make_pdf([PAPER], password="")))
+
+    assert "ten micrograms a day" in page.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"%PDF-1.7\nnot really a PDF", make_pdf([PAPER])[:600], b"%PDF-1.4\n" + b"\x00" * 2000],
+    ids=["garbage", "truncated", "zeros"],
+)
+def test_a_broken_pdf_fails_with_a_readable_reason(body):
+    with pytest.raises(StepError) as error:
+        read_document(pdf_document(body))
+
+    assert str(error.value).startswith("the PDF could not be read (")
+
+
+def test_only_the_first_pages_are_read():
+    pages = [[f"Page {n} says the tower is {n} metres tall."] for n in range(1, 6)]
+
+    page = read_document(pdf_document(make_pdf(pages)), pdf_max_pages=3)
+
+    assert page.text.split("\n") == [
+        "Page 1 says the tower is 1 metres tall.",
+        "Page 2 says the tower is 2 metres tall.",
+        "Page 3 says the tower is 3 metres tall.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("printed", "expected"),
+    [
+        ("One line only", ["One line only"]),
+        ("", []),
+        ("  \n \n", []),
+        (
+            "A heading\nA paragraph that runs over the whole width of the page and\ngoes on here.",
+            ["A heading", "A paragraph that runs over the whole width of the page and goes on here."],
+        ),
+        (
+            "The word recom-\nmendation was split over two lines of the printed page.\nNext.",
+            ["The word recommendation was split over two lines of the printed page.", "Next."],
+        ),
+        (
+            "A well-known fact is stated on this line of the printed page, and then a\nNew line starts.",
+            ["A well-known fact is stated on this line of the printed page, and then a New line starts."],
+        ),
+    ],
+    ids=["single", "empty", "blank", "heading", "hyphenated", "not-a-hyphen-break"],
+)
+def test_printed_lines_are_joined_into_paragraphs(printed, expected):
+    assert paragraphs(printed) == expected

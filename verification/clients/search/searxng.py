@@ -1,0 +1,39 @@
+"""SearXNG, self-hosted and keyless: GET {url}/search?q=&format=json; hits in `results[]`
+(url, title, content). An instance answers 403 when its settings leave `json` out of
+`search.formats`."""
+
+from verification.pipeline.types import SearchHit, StepError
+
+from .http import hits_from, json_object, retrying_session, send
+
+
+class SearxngSearch:
+    name, label = "searxng", "SearXNG"
+
+    def __init__(self, *, base_url: str, timeout: float, session=None) -> None:
+        self.endpoint = base_url.rstrip("/") + "/search"
+        self.timeout = timeout
+        self.session = session or retrying_session()
+
+    def search(self, query: str, num: int) -> list[SearchHit]:
+        response = send(
+            self.session,
+            self.label,
+            "GET",
+            self.endpoint,
+            params={"q": query, "format": "json"},
+            headers={"Accept": "application/json"},
+            timeout=self.timeout,
+        )
+        if response.status_code == 403:
+            raise StepError(
+                "SearXNG: the instance refused the JSON format (HTTP 403): add json to search.formats "
+                "in its settings.yml"
+            )
+        if response.status_code == 429:
+            raise StepError("SearXNG: the instance's limiter refused the request (HTTP 429)")
+        if response.status_code != 200:
+            raise StepError(f"SearXNG: the instance answered HTTP {response.status_code}")
+        data = json_object(response, self.label)
+        # It has no count parameter: one page of results comes back, of which the first num count.
+        return hits_from(data.get("results"), self.label, self.name, url="url", title="title", snippet="content")[:num]
