@@ -10,6 +10,7 @@ from pathlib import Path
 GOAL_WARM = 1.5
 GOAL_COLD = 2.0
 GOAL_POSTGRES = 1.10
+GOAL_FAULTS = 2.0
 STEPS = {
     "verification_start": "start",
     "sentence_decompose": "decompose",
@@ -65,11 +66,15 @@ def task_times(logs: list[Path], start: float, end: float) -> dict:
     return {"steps": steps, "retries": retries, "failures": failures}
 
 
-def goals(rows: list[dict], concurrent: int) -> list[dict]:
-    """Pass/fail of each goal, with the rows that decide it."""
+def goals(rows: list[dict], concurrent: int, faults: list[dict] = ()) -> list[dict]:
+    """Pass/fail of each goal as issue 8 sets it: on realistic pages (on small ones when only
+    they were measured), the ratio goals for a run alone, all runs finishing for the concurrent
+    ones (their ratio is shown, but 20 runs' CPU on 2 cores cannot fit in one run's critical
+    path), PostgreSQL within 10% of SQLite, and faults within 2× the fault-free time."""
     result = []
+    rows = [r for r in rows if r["pages"] == graded_pages(rows)]
     for state, limit in (("warm", GOAL_WARM), ("cold", GOAL_COLD)):
-        for runs in sorted({r["runs"] for r in rows}):
+        for runs in [1]:
             scope = [r for r in rows if r["state"] == state and r["runs"] == runs and r["ratio"] is not None]
             if not scope:
                 continue
@@ -107,7 +112,37 @@ def goals(rows: list[dict], concurrent: int) -> list[dict]:
                 "detail": f"worst {worst_ratio:.2f}× ({_where(worst)}); {len(over)} of {len(pairs)} over",
             }
         )
+    clean = next((f for f in faults if not f["fail_rate"]), None)
+    for faulty in (f for f in faults if f["fail_rate"]):
+        slower = faulty["wall_s"] / clean["wall_s"] if clean and clean["wall_s"] and faulty["wall_s"] else None
+        result.append(
+            {
+                "goal": f"{faulty['fail_rate']:.0%} of LLM calls failing: {faulty['runs']} runs finish within "
+                f"{GOAL_FAULTS:g}× their fault-free time",
+                "pass": bool(faulty["all_finished"] and slower is not None and slower <= GOAL_FAULTS),
+                "detail": f"{faulty['finished']} in {_seconds(faulty['wall_s'])} against "
+                f"{_seconds(clean and clean['wall_s'])} without faults" + (f" ({slower:.2f}×)" if slower else ""),
+            }
+        )
     return result
+
+
+def graded_pages(rows: list[dict]) -> str:
+    return "realistic" if any(r["pages"] == "realistic" for r in rows) else "small"
+
+
+def _row_goal(row: dict, graded: str) -> str:
+    """A run alone: its ratio goal; runs at once: that they all finish; other pages: none."""
+    if row["pages"] != graded:
+        return "–"
+    if row["runs"] > 1:
+        return "✓" if row["all_finished"] else "✗"
+    limit = GOAL_WARM if row["state"] == "warm" else GOAL_COLD
+    return "✓" if row["all_done"] and row["ratio"] is not None and row["ratio"] <= limit else "✗"
+
+
+def _seconds(value) -> str:
+    return "–" if value is None else f"{value:.1f} s"
 
 
 def _key(row: dict) -> tuple:
@@ -167,7 +202,9 @@ def markdown(results: dict) -> str:
         f"Critical-path bound: decompose + search + fetch + judge = 2 × LLM + search + page = "
         f"{results['bound_s']:.2f} s, what a run takes if each step costs exactly its simulated latency and "
         "nothing waits (it ignores CPU and how many tasks run at once, so it is the same for 1 run and for "
-        f"{s['runs']} at once). Ratio = wall ÷ bound. Cold: fresh worker processes, the first submission after "
+        f"{s['runs']} at once). Ratio = wall ÷ bound. The goal column grades the rows issue 8 sets goals for "
+        "(realistic pages): a run alone against the ratio goals (warm ≤ 1.5, cold ≤ 2.0), runs at once on "
+        "finishing at all; small pages are for comparison. Cold: fresh worker processes, the first submission after "
         "they log `ready` (how long that took from their start is shown; it is not in the wall time); warm: the "
         "same workers, right after. Caches are emptied before every measurement.",
         "",
@@ -175,18 +212,36 @@ def markdown(results: dict) -> str:
         "evidence | pages failed | workers ready after s | goal |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | :---: |",
     ]
+    graded = graded_pages(results["rows"])
     for r in results["rows"]:
         wall = "–" if r["wall_s"] is None else f"{r['wall_s']:.2f}"
         if r["runs"] > 1 and r["run_wall_p50_s"] is not None:
             wall += f" ({r['run_wall_p50_s']:.2f})"
         ratio = "–" if r["ratio"] is None else f"{r['ratio']:.2f}"
-        limit = GOAL_WARM if r["state"] == "warm" else GOAL_COLD
-        ok = r["all_done"] and r["ratio"] is not None and r["ratio"] <= limit
+        mark = _row_goal(r, graded)
         lines.append(
             f"| {r['db']} | {r['pages']} | {r['state']} | {r['runs']} | {wall} | {r['bound_s']:.2f} | {ratio} | "
             f"{r['finished']} | {r['llm_calls']} | {r['evidence']} | {r['sources_failed']} | "
-            f"{'–' if r.get('workers_ready_s') is None else r['workers_ready_s']} | {'✓' if ok else '✗'} |"
+            f"{'–' if r.get('workers_ready_s') is None else r['workers_ready_s']} | {mark} |"
         )
+    if results.get("faults"):
+        lines += [
+            "",
+            "Faults: the same runs at once on warm workers, without faults and with a share of the LLM's answers "
+            "failing (HTTP 429, 500 or 503, drawn at random per attempt); what still failed after the retries is "
+            "counted per item:",
+            "",
+            "| database | pages | runs | LLM calls failing | wall s (median run) | finished | LLM requests (answers "
+            "used) | sentences / claims / evidence failed |",
+            "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |",
+        ]
+        for f in results["faults"]:
+            wall = "–" if f["wall_s"] is None else f"{f['wall_s']:.2f} ({f['run_wall_p50_s']:.2f})"
+            lines.append(
+                f"| {f['db']} | {f['pages']} | {f['runs']} | {f['fail_rate']:.0%} | {wall} | {f['finished']} | "
+                f"{f['llm_requests']} ({f['llm_calls']}) | "
+                f"{f['sentences_failed']} / {f['claims_failed']} / {f['evidence_failed']} |"
+            )
     lines += ["", "| goal | result | detail |", "| --- | :---: | --- |"]
     lines += [f"| {g['goal']} | {'PASS' if g['pass'] else 'FAIL'} | {g['detail']} |" for g in results["goals"]]
     lines += [

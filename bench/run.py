@@ -78,6 +78,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--pages", default="small,realistic", help="page sets: small,realistic (default both)")
     parser.add_argument("--databases", default="sqlite,postgresql", help="sqlite,postgresql (default both)")
     parser.add_argument("--postgres-url", help="use this PostgreSQL instead of starting a throwaway cluster")
+    parser.add_argument(
+        "--fault-runs",
+        type=int,
+        help="runs submitted at once for the faults measurement (default 10; 0 with --quick): "
+        "fault-free, then with --fault-rate of the LLM calls failing (429/500/503), on warm workers, "
+        "on the first database and the last page set; 0 skips it",
+    )
+    parser.add_argument("--fault-rate", type=float, default=0.2, help="share of LLM calls that fail (default 0.2)")
     parser.add_argument("--recompute-requests", type=int, default=200)
     parser.add_argument("--timeout", type=float, default=900, help="seconds a measurement may take (default 900)")
     parser.add_argument("--logs", help="keep the app processes' logs (Celery's task log included) in this directory")
@@ -94,6 +102,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         args.runs, args.mode, args.recompute_requests, args.timeout = 2, "sparse", 5, 120
         args.databases = "sqlite" if args.databases == parser.get_default("databases") else args.databases
         args.pages = "small" if args.pages == parser.get_default("pages") else args.pages
+    if args.fault_runs is None:
+        args.fault_runs = 0 if args.quick else 10
     args.pages = [p for p in args.pages.split(",") if p]
     args.databases = [d for d in args.databases.split(",") if d]
     return args
@@ -147,6 +157,7 @@ def benchmark(args, services: Services) -> dict:
         "bound_s": critical_path(args),
         "worker_commands": [_shown(p.command) for p in app_processes(args, Path("<logs>"), "run")],
         "rows": [],
+        "faults": [],
         "extras": {},
         "skipped": [],
     }
@@ -159,7 +170,7 @@ def benchmark(args, services: Services) -> dict:
         if database not in ("sqlite", "postgresql"):
             sys.exit(f"unknown database {database!r} (sqlite, postgresql)")
         measure_database(args, services, database, llm, serpers, sample, edited, concurrent, results)
-    results["goals"] = report.goals(results["rows"], args.runs)
+    results["goals"] = report.goals(results["rows"], args.runs, results["faults"])
     results["app_changed"] = app_fingerprint() != results["environment"]["app"]
     if results["app_changed"]:
         say("warning: the app's files changed while the benchmark ran; its rows may measure different code")
@@ -212,8 +223,31 @@ def measure_database(args, services, database, llm, serpers, sample, edited, con
                     results["extras"][database] = measurer.measure(extra, args.timeout + 600) | {"pages": pages}
                 if not row["all_finished"]:
                     app.restart()  # its unfinished tasks would slow down the next measurement
+        if args.fault_runs and pages == list(serpers)[-1] and database == args.databases[0]:
+            measure_faults(args, app, measurer, system, llm, concurrent[: args.fault_runs], results)
         app.stop()
     services.stop(measurer.service, *system)
+
+
+def measure_faults(args, app: App, measurer: Measurer, system: list, llm: FakeLLM, texts, results) -> None:
+    """The same runs on warm workers without faults, then with a share of the LLM's answers
+    failing (429/500/503 at random, the same draw for the same attempt): retries must keep the
+    runs' time within 2× and report what still failed."""
+    app.restart()
+    warm_up = {"texts": texts[:1], "mode": args.mode, "timeout": args.timeout, "clear_caches": True}
+    measurer.measure(warm_up, timeout=args.timeout + 600)
+    for rate in (0.0, args.fault_rate):
+        llm.fail_rate, requests_before = rate, sum(llm.calls.values())
+        try:
+            request = {"texts": texts, "mode": args.mode, "timeout": args.timeout, "clear_caches": True}
+            row = measure(args, app, measurer, system, request)
+        finally:
+            llm.fail_rate = 0.0
+        row |= {"db": app.tag.split("-")[0], "pages": app.tag.split("-", 1)[1], "fail_rate": rate}
+        # Requests the simulated LLM answered, failures included (llm_calls counts the answers used).
+        row["llm_requests"] = sum(llm.calls.values()) - requests_before
+        results["faults"].append(row)
+        say(f"faults {rate:.0%}: {row['finished']}, {row['wall_s']} s, {row['llm_calls']} LLM calls")
 
 
 def app_env(args, database_url: str, redis_url: str, llm: FakeLLM) -> dict:
@@ -225,6 +259,8 @@ def app_env(args, database_url: str, redis_url: str, llm: FakeLLM) -> dict:
         "OPENAI_API_KEY": "bench",
         "OPENAI_BASE_URL": llm.url + "/v1",
         "LLM_MODELS": "bench-model",
+        # The simulated Serper only: never on to Wikipedia (the internet) when it fails.
+        "SEARCH_PROVIDERS": "serper",
         "ALLOW_PRIVATE_FETCH": "1",
         "DJANGO_ALLOWED_HOSTS": "testserver,127.0.0.1",
         "DJANGO_SECRET_KEY": "bench",
@@ -277,6 +313,7 @@ def summarize(args, runs: list[dict], cpu: dict) -> dict:
     total = {k: sum(r[k] for r in runs) for k in ("llm_calls", "searches", "sources", "sentences", "claims")}
     total |= {k: sum(r[k] for r in runs) for k in ("evidence", "evidence_judged", "sources_failed", "paper_llm_calls")}
     total |= {k: sum(r[k] for r in runs) for k in ("prompt_tokens", "completion_tokens")}
+    total |= {k: sum(r.get(k, 0) for r in runs) for k in ("sentences_failed", "claims_failed", "evidence_failed")}
     # What the simulated latencies alone cost, spread over every worker thread: with more
     # waiting than threads, no code could finish sooner than this.
     waiting = total["llm_calls"] * args.llm_latency + total["searches"] * args.search_latency
