@@ -1,0 +1,89 @@
+"""`python manage.py evaluate DATASET --file PATH`: factsite's accuracy on a public benchmark,
+through the same engine as the web app (verification/evaluation/runner.py does the work). Items
+are kept as they finish in DIR/items.jsonl, so `--resume` finishes an interrupted evaluation;
+the report is DIR/report.json, report.md and plots. Its runs are stored under their own client
+("evaluate") and are not held to RUNS_PER_HOUR: an evaluation is an operator's tool."""
+
+from pathlib import Path
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from verification.evaluation import plan as planning
+from verification.evaluation import runner
+from verification.evaluation.datasets import DATASETS, DatasetError
+from verification.evaluation.journal import ResumeError
+from verification.forms import DEFAULT_SETTINGS, RETRIEVAL_MODES
+from verification.scoring import DEFAULT_RULE, SCORE_RULES
+
+
+class Command(BaseCommand):
+    help = "Measure factsite's accuracy on a dataset (favabench, claim-stance, segments) and write a report."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("dataset", choices=DATASETS)
+        parser.add_argument("--file", required=True, type=Path, help="the dataset file")
+        parser.add_argument("--limit", type=int, help="evaluate only the first N items")
+        parser.add_argument("--model", help="a model from LLM_MODELS (default: the first)")
+        parser.add_argument("--mode", choices=[m for m, _ in RETRIEVAL_MODES], help="passage retrieval mode")
+        parser.add_argument(
+            "--top-k-results", type=int, help=f"web results per claim (default {DEFAULT_SETTINGS['top_k_results']})"
+        )
+        parser.add_argument(
+            "--top-k-passages", type=int, help=f"passages per page (default {DEFAULT_SETTINGS['top_k_passages']})"
+        )
+        parser.add_argument(
+            "--context", type=int, help=f"context sentences around a match (default {DEFAULT_SETTINGS['context_size']})"
+        )
+        parser.add_argument("--score-rule", choices=list(SCORE_RULES), default=DEFAULT_RULE)
+        parser.add_argument(
+            "--threshold",
+            type=float,
+            default=planning.DEFAULT_THRESHOLD,
+            help="a sentence is predicted not factual below this credibility (or with none)",
+        )
+        parser.add_argument("--out", type=Path, help="the report's directory (default var/evaluations/DATASET-TIME)")
+        parser.add_argument("--resume", action="store_true", help="finish the evaluation in --out, skipping done items")
+        parser.add_argument(
+            "--grid",
+            nargs="+",
+            metavar="KEY=V1,V2",
+            help=f"also evaluate every combination (keys: {', '.join(planning.GRID_KEYS)}), e.g. top_k_results=1,3,5",
+        )
+        parser.add_argument(
+            "--concurrency", type=int, default=planning.DEFAULT_CONCURRENCY, help="texts verified at once"
+        )
+
+    def handle(self, *args, **options) -> None:
+        try:
+            plan = planning.make_plan(
+                options["dataset"],
+                path=options["file"],
+                out=options["out"],
+                settings={
+                    "model": options["model"],
+                    "retrieval_mode": options["mode"],
+                    "top_k_results": options["top_k_results"],
+                    "top_k_passages": options["top_k_passages"],
+                    "context_size": options["context"],
+                },
+                score_rule=options["score_rule"],
+                threshold=options["threshold"],
+                grid=options["grid"],
+                limit=options["limit"],
+                resume=options["resume"],
+                concurrency=options["concurrency"],
+            )
+            items = runner.load_items(plan)
+            problems = planning.configuration_problems(plan)
+            if problems:
+                raise CommandError("\n".join(problems))
+            if plan.dataset == "favabench":
+                # A fresh clone has no tables yet; once they exist this changes nothing.
+                call_command("migrate", verbosity=0, interactive=False)
+            paths = runner.evaluate(plan, items)
+        except (DatasetError, ResumeError, planning.EvaluationError) as error:
+            raise CommandError(str(error)) from error
+        self.stdout.write(f"Report written to {plan.out}:")
+        for path in paths:
+            self.stdout.write(f"  {path}")
