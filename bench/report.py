@@ -227,9 +227,9 @@ def markdown(results: dict) -> str:
     if results.get("faults"):
         lines += [
             "",
-            "Faults: the same runs at once on warm workers, without faults and with a share of the LLM's answers "
-            "failing (HTTP 429, 500 or 503, drawn at random per attempt); what still failed after the retries is "
-            "counted per item:",
+            "Faults: the same runs at once on warm workers, first with a share of the LLM's answers failing (HTTP "
+            "429, 500 or 503, drawn at random per attempt), then without faults; what still failed after the "
+            "retries is counted per item:",
             "",
             "| database | pages | runs | LLM calls failing | wall s (median run) | finished | LLM requests (answers "
             "used) | sentences / claims / evidence failed |",

@@ -52,7 +52,7 @@ def test_the_benchmark_runs_end_to_end_and_writes_its_results(tmp_path):
     assert extras["edited_rerun"]["llm_calls"] < single["llm_calls"]
     assert extras["recompute"]["evidence"] == 900
     assert {g["goal"] for g in results["goals"]} >= {"2 concurrent runs all finish", "warm ratio ≤ 1.5 (1 run)"}
-    clean, faulty = results["faults"]
+    faulty, clean = results["faults"]
     assert (clean["fail_rate"], faulty["fail_rate"], faulty["runs"]) == (0.0, 0.3, 2)
     assert clean["all_finished"] and faulty["all_finished"]
     # The failed answers were asked again: more requests for the answers used.
