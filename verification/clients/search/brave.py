@@ -4,20 +4,15 @@ in `web.results[]` (url, title, description). Errors come as
 
 from verification.pipeline.types import SearchHit, StepError
 
-from .http import error_detail, hits_from, json_object, retrying_session, send
+from .http import HttpProvider, error_detail, hits_from, json_object, send
 
 # The API refuses (422) a count over 20.
 MAX_COUNT = 20
 
 
-class BraveSearch:
+class BraveSearch(HttpProvider):
     name, label = "brave", "Brave"
-
-    def __init__(self, *, api_key: str, base_url: str, timeout: float, session=None) -> None:
-        self.api_key = api_key
-        self.endpoint = base_url.rstrip("/") + "/res/v1/web/search"
-        self.timeout = timeout
-        self.session = session or retrying_session()
+    path = "/res/v1/web/search"
 
     def search(self, query: str, num: int) -> list[SearchHit]:
         response = send(

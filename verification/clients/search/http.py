@@ -25,6 +25,19 @@ def retrying_session(total: int = 3) -> requests.Session:
     return session
 
 
+class HttpProvider:
+    """A provider's connection: its endpoint (the base URL and `path`), timeout and session;
+    `api_key` for the ones that need a key (the keyless ones leave it empty)."""
+
+    name = label = path = ""
+
+    def __init__(self, *, base_url: str, timeout: float, api_key: str = "", session=None) -> None:
+        self.api_key = api_key
+        self.endpoint = base_url.rstrip("/") + self.path if self.path else base_url
+        self.timeout = timeout
+        self.session = session or retrying_session()
+
+
 def send(session: requests.Session, label: str, method: str, url: str, **kwargs) -> requests.Response:
     try:
         return session.request(method, url, **kwargs)

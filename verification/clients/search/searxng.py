@@ -4,16 +4,12 @@
 
 from verification.pipeline.types import SearchHit, StepError
 
-from .http import hits_from, json_object, retrying_session, send
+from .http import HttpProvider, hits_from, json_object, send
 
 
-class SearxngSearch:
+class SearxngSearch(HttpProvider):
     name, label = "searxng", "SearXNG"
-
-    def __init__(self, *, base_url: str, timeout: float, session=None) -> None:
-        self.endpoint = base_url.rstrip("/") + "/search"
-        self.timeout = timeout
-        self.session = session or retrying_session()
+    path = "/search"
 
     def search(self, query: str, num: int) -> list[SearchHit]:
         response = send(

@@ -3,20 +3,15 @@ hits in `results[]` (url, title, content). Errors come as {"detail": {"error": "
 
 from verification.pipeline.types import SearchHit, StepError
 
-from .http import error_detail, hits_from, json_object, retrying_session, send
+from .http import HttpProvider, error_detail, hits_from, json_object, send
 
 # The API takes 0 to 20 results.
 MAX_RESULTS = 20
 
 
-class TavilySearch:
+class TavilySearch(HttpProvider):
     name, label = "tavily", "Tavily"
-
-    def __init__(self, *, api_key: str, base_url: str, timeout: float, session=None) -> None:
-        self.api_key = api_key
-        self.endpoint = base_url.rstrip("/") + "/search"
-        self.timeout = timeout
-        self.session = session or retrying_session()
+    path = "/search"
 
     def search(self, query: str, num: int) -> list[SearchHit]:
         response = send(

@@ -4,7 +4,7 @@ Errors come with HTTP 200 as {"error": {"code", "info"}}."""
 
 from verification.pipeline.types import SearchHit, StepError
 
-from .http import json_object, retrying_session, send
+from .http import HttpProvider, json_object, send
 
 # Wikimedia asks API clients to say who they are; generic library agents get blocked.
 USER_AGENT = "factsite/0.1 (fact verification of AI-written text; MediaWiki API search) python-requests"
@@ -12,13 +12,8 @@ USER_AGENT = "factsite/0.1 (fact verification of AI-written text; MediaWiki API 
 MAX_LIMIT = 50
 
 
-class WikipediaSearch:
+class WikipediaSearch(HttpProvider):
     name, label = "wikipedia", "Wikipedia"
-
-    def __init__(self, *, base_url: str, timeout: float, session=None) -> None:
-        self.endpoint = base_url
-        self.timeout = timeout
-        self.session = session or retrying_session()
 
     def search(self, query: str, num: int) -> list[SearchHit]:
         params = {

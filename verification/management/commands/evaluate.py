@@ -13,7 +13,7 @@ from verification.evaluation import plan as planning
 from verification.evaluation import runner
 from verification.evaluation.datasets import DATASETS, DatasetError
 from verification.evaluation.journal import ResumeError
-from verification.forms import DEFAULT_SETTINGS, RETRIEVAL_MODES
+from verification.management.run_options import add_run_settings_arguments
 from verification.scoring import DEFAULT_RULE, SCORE_RULES
 
 
@@ -24,17 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("dataset", choices=DATASETS)
         parser.add_argument("--file", required=True, type=Path, help="the dataset file")
         parser.add_argument("--limit", type=int, help="evaluate only the first N items")
-        parser.add_argument("--model", help="a model from LLM_MODELS (default: the first)")
-        parser.add_argument("--mode", choices=[m for m, _ in RETRIEVAL_MODES], help="passage retrieval mode")
-        parser.add_argument(
-            "--top-k-results", type=int, help=f"web results per claim (default {DEFAULT_SETTINGS['top_k_results']})"
-        )
-        parser.add_argument(
-            "--top-k-passages", type=int, help=f"passages per page (default {DEFAULT_SETTINGS['top_k_passages']})"
-        )
-        parser.add_argument(
-            "--context", type=int, help=f"context sentences around a match (default {DEFAULT_SETTINGS['context_size']})"
-        )
+        add_run_settings_arguments(parser)
         parser.add_argument("--score-rule", choices=list(SCORE_RULES), default=DEFAULT_RULE)
         parser.add_argument(
             "--threshold",

@@ -16,7 +16,8 @@ from django.utils.datastructures import MultiValueDict
 
 from verification import limits, providers, selectors, services, tasks
 from verification.documents import EVIDENCE_MODES
-from verification.forms import DEFAULT_SETTINGS, RETRIEVAL_MODES, VerificationForm
+from verification.forms import VerificationForm
+from verification.management.run_options import add_run_settings_arguments
 from verification.models import FINISHED, Verification
 from verification.scoring import DEFAULT_RULE, OUTCOME_LABELS, SCORE_RULES
 from verification.viewstate import ViewState
@@ -32,17 +33,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--file", help="the text to verify (default: standard input)")
         parser.add_argument("--json", dest="json_out", help="write the result JSON to this path")
-        parser.add_argument("--model", help="a model from LLM_MODELS (default: the first)")
-        parser.add_argument("--mode", choices=[m for m, _ in RETRIEVAL_MODES], help="passage retrieval mode")
-        parser.add_argument(
-            "--top-k-results", type=int, help=f"web results per claim (default {DEFAULT_SETTINGS['top_k_results']})"
-        )
-        parser.add_argument(
-            "--top-k-passages", type=int, help=f"passages per page (default {DEFAULT_SETTINGS['top_k_passages']})"
-        )
-        parser.add_argument(
-            "--context", type=int, help=f"context sentences around a match (default {DEFAULT_SETTINGS['context_size']})"
-        )
+        add_run_settings_arguments(parser)
         parser.add_argument(
             "--score-rule",
             choices=list(SCORE_RULES),
