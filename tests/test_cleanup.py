@@ -5,6 +5,7 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
+from django.core.exceptions import ObjectDoesNotExist
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
@@ -89,3 +90,26 @@ def test_zero_days_keeps_every_run(settings):
 def test_it_refuses_a_negative_period():
     with pytest.raises(CommandError, match="0 \\(keep every run\\) or more"):
         cleanup("--days", "-1")
+
+
+@pytest.mark.parametrize("task_name", ["sentence_decompose", "claim_search", "source_fetch"])
+def test_a_queued_task_of_a_deleted_run_gives_up_quietly(settings, task_name):
+    from verification import tasks
+
+    settings.RUN_RETENTION_DAYS = 30
+    run = a_run(status=Status.DONE, age_days=40, finished_days_ago=40)
+    item_ids = {
+        "sentence_decompose": run.sentences.get().pk,
+        "claim_search": Claim.objects.get(sentence__verification=run).pk,
+        "source_fetch": run.sources.get().pk,
+    }
+    call_command("cleanup", stdout=StringIO())
+    task = getattr(tasks, task_name)
+
+    # The step fails on its missing row; marking that row failed must not fail again (it used
+    # to raise DoesNotExist from on_failure, which Celery reports as a crash).
+    with pytest.raises(ObjectDoesNotExist):
+        task.run(item_ids[task_name])
+    task.on_failure(Sentence.DoesNotExist(), "a-task-id", (item_ids[task_name],), {}, None)
+
+    assert not Verification.objects.filter(pk=run.pk).exists()

@@ -17,6 +17,7 @@ from datetime import timedelta
 
 from celery.contrib.django.task import DjangoTask
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import OperationalError
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -71,7 +72,12 @@ class StepTask(DjangoTask):
             reason = (
                 str(exc) if isinstance(exc, StepError) else f"internal error while {self.doing} ({type(exc).__name__})"
             )
-            self.give_up(*args, reason=reason)
+            try:
+                self.give_up(*args, reason=reason)
+            except ObjectDoesNotExist:
+                # The item's run was deleted (RUN_RETENTION_DAYS, `manage.py cleanup`) while the
+                # task waited in the queue: nothing is left to mark failed.
+                logger.info("task %s%r: its item no longer exists", self.name, args)
 
 
 def step(doing: str, give_up=None):
