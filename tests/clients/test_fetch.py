@@ -499,3 +499,22 @@ def test_a_page_that_stalls_mid_body_is_reported_as_too_slow(serve):
 
     with pytest.raises(StepError, match="did not answer within 0.3 s"):
         fetcher(timeout=0.3).fetch(url + "/stalls")
+
+
+def test_a_pdf_with_a_content_length_that_is_not_a_number_is_still_read(serve):
+    pdf = make_pdf([["The Eiffel Tower is in Paris."]])
+
+    def respond(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/pdf")
+        handler.send_header("Content-Length", "lots")
+        handler.end_headers()
+        handler.wfile.write(pdf)
+        handler.wfile.flush()
+        handler.close_connection = True
+
+    url = serve(respond)
+
+    document = fetcher(timeout=2).fetch(url + "/report.pdf")
+
+    assert (document.content_type, document.body) == ("application/pdf", pdf)

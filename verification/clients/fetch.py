@@ -186,7 +186,7 @@ class PageFetcher:
 
     def _read_whole(self, body: bytearray, chunks: Iterator[bytes], response: requests.Response) -> None:
         too_large = StepError(f"the PDF is larger than {_megabytes(self.max_pdf_bytes)}")
-        if int(response.headers.get("Content-Length") or 0) > self.max_pdf_bytes:
+        if _declared_length(response) > self.max_pdf_bytes:
             raise too_large  # said up front: nothing more is downloaded
         deadline = time.monotonic() + 3 * self.timeout
         for chunk in chunks:
@@ -195,6 +195,15 @@ class PageFetcher:
                 raise too_large
             if time.monotonic() > deadline:
                 raise StepError("the PDF was too slow to download")
+
+
+def _declared_length(response: requests.Response) -> int:
+    """The Content-Length the server sent, 0 when absent or not a number (a hostile or broken
+    header is not a reason to fail the page: the download's own count still limits it)."""
+    try:
+        return int(response.headers.get("Content-Length") or 0)
+    except ValueError:
+        return 0
 
 
 def _megabytes(size: int) -> str:
