@@ -24,6 +24,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.fixture
+def configured(settings):
+    """Settings a run can start with, every service on a closed port of 127.0.0.1: for requests
+    that must be refused (or only stored) before anything is called (starting `world` costs
+    seconds)."""
+    closed = f"http://127.0.0.1:{free_port()}"
+    settings.OPENAI_API_KEY = "test-openai-key"
+    settings.OPENAI_BASE_URL = closed + "/v1"
+    settings.LLM_MODELS = MODEL
+    settings.SERPER_API_KEY = "test-serper-key"
+    settings.SERPER_BASE_URL = closed
+    settings.CELERY_EMBEDDED_WORKER = False
+    return settings
+
+
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
     binary = shutil.which("redis-server")

@@ -7,23 +7,10 @@ import uuid
 
 import pytest
 
-from tests.conftest import MODEL, free_port
+from tests.conftest import MODEL
 from verification.models import HostCategory, Verification
 
 SENTENCE = "The Eiffel Tower is in Paris, France."
-
-
-@pytest.fixture
-def configured(settings):
-    """Settings a run can start with, every service on a closed port of 127.0.0.1: for requests
-    that must be refused before anything is called (starting `world` costs seconds)."""
-    closed = f"http://127.0.0.1:{free_port()}"
-    settings.OPENAI_API_KEY = "test-openai-key"
-    settings.OPENAI_BASE_URL = closed + "/v1"
-    settings.LLM_MODELS = MODEL
-    settings.SERPER_API_KEY = "test-serper-key"
-    settings.SERPER_BASE_URL = closed
-    settings.CELERY_EMBEDDED_WORKER = False
 
 
 def post(client, path, body):

@@ -10,7 +10,6 @@ import re
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from tests.conftest import MODEL, free_port
 from tests.fakes import FakePage, FakeSite
 from tests.pdfs import make_pdf
 from tests.test_engine import all_evidence, wait_for
@@ -28,19 +27,6 @@ REPORT = (
     f"{FILLER}<p>{SECRET}</p></article></body></html>"
 ).encode()
 NOTES = b"# Notes\n\nThe Eiffel Tower was completed in 1889, as the notes say.\n\n- It stands in Paris, France.\n"
-
-
-@pytest.fixture
-def configured(settings):
-    """A model and search on closed ports of 127.0.0.1: for requests refused (or only stored)
-    before anything is called."""
-    closed = f"http://127.0.0.1:{free_port()}"
-    settings.OPENAI_API_KEY = "test-openai-key"
-    settings.OPENAI_BASE_URL = closed + "/v1"
-    settings.LLM_MODELS = MODEL
-    settings.SERPER_API_KEY = "test-serper-key"
-    settings.SERPER_BASE_URL = closed
-    settings.CELERY_EMBEDDED_WORKER = False
 
 
 @pytest.fixture

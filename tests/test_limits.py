@@ -12,7 +12,6 @@ import lxml.html
 import pytest
 from django.utils import timezone
 
-from tests.conftest import MODEL, free_port
 from verification.models import Verification
 
 HTMX = {"HX-Request": "true"}
@@ -21,17 +20,11 @@ THREE_SENTENCES = "The Eiffel Tower is in Paris. It was completed in 1889. It is
 
 
 @pytest.fixture
-def configured(settings):
-    """Settings a run can start with, every service on a closed port of 127.0.0.1: a run is
+def configured(configured):
+    """The shared settings, with the client's address taken from the connection: a run is
     created, and nothing is ever called (the test transaction never commits)."""
-    closed = f"http://127.0.0.1:{free_port()}"
-    settings.OPENAI_API_KEY = "test-openai-key"
-    settings.OPENAI_BASE_URL = closed + "/v1"
-    settings.LLM_MODELS = MODEL
-    settings.SERPER_API_KEY = "test-serper-key"
-    settings.SERPER_BASE_URL = closed
-    settings.CELERY_EMBEDDED_WORKER = False
-    settings.TRUSTED_PROXY_COUNT = 0
+    configured.TRUSTED_PROXY_COUNT = 0
+    return configured
 
 
 def key_of(settings, address: str) -> str:
