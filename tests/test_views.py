@@ -15,7 +15,7 @@ from django.template.defaultfilters import floatformat
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from tests.conftest import MODEL, free_port
+from tests.conftest import MODEL
 from verification.forms import DEFAULT_SETTINGS
 from verification.models import (
     FINISHED,
@@ -40,16 +40,10 @@ NO_DOMAIN_LISTS = {"blocked_domains": [], "server_blocked_domains": [], "server_
 
 
 @pytest.fixture
-def configured(settings):
-    """Settings a run can start with, every service on a closed port of 127.0.0.1: the view
-    accepts the form, and nothing is ever called (the test transaction never commits)."""
-    closed = f"http://127.0.0.1:{free_port()}"
-    settings.OPENAI_API_KEY = "test-openai-key"
-    settings.OPENAI_BASE_URL = closed + "/v1"
-    settings.LLM_MODELS = f"{MODEL},other-model"
-    settings.SERPER_API_KEY = "test-serper-key"
-    settings.SERPER_BASE_URL = closed
-    settings.CELERY_EMBEDDED_WORKER = False
+def configured(configured):
+    """The shared settings with a second model, for the model choice on the form."""
+    configured.LLM_MODELS = f"{MODEL},other-model"
+    return configured
 
 
 @pytest.fixture
