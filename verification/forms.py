@@ -132,26 +132,10 @@ class VerificationForm(forms.Form):
             )
 
     def clean_sources(self) -> list[DocumentDraft]:
-        drafts, problems = [], []
-        for line in documents.url_lines(self.cleaned_data["sources"]):
-            try:
-                drafts.append(documents.url_document(line))
-            except forms.ValidationError as error:
-                problems.append(error)
-        if problems:
-            raise forms.ValidationError(problems)
-        return drafts
+        return _drafts(documents.url_lines(self.cleaned_data["sources"]), documents.url_document)
 
     def clean_files(self) -> list[DocumentDraft]:
-        drafts, problems = [], []
-        for upload in self.cleaned_data["files"]:
-            try:
-                drafts.append(documents.uploaded_document(upload))
-            except forms.ValidationError as error:
-                problems.append(error)
-        if problems:
-            raise forms.ValidationError(problems)
-        return drafts
+        return _drafts(self.cleaned_data["files"], documents.uploaded_document)
 
     def clean(self) -> dict:
         cleaned = super().clean()
@@ -184,3 +168,17 @@ class VerificationForm(forms.Form):
             **{name: value for name, value in chosen.items() if value not in (None, "")},
             **domain_lists.run_settings(self.cleaned_data.get("blocked_domains") or []),
         }
+
+
+def _drafts(given, read) -> list[DocumentDraft]:
+    """Each given document read by `read`; every one that cannot be is named in one error, so
+    a person fixes them all at once."""
+    drafts, problems = [], []
+    for item in given:
+        try:
+            drafts.append(read(item))
+        except forms.ValidationError as error:
+            problems.append(error)
+    if problems:
+        raise forms.ValidationError(problems)
+    return drafts
