@@ -8,7 +8,7 @@ import threading
 import time
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_shutting_down
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "factsite.settings")
 
@@ -23,16 +23,18 @@ _embedded_worker = None
 
 def ensure_embedded_worker() -> bool:
     """Start the in-process worker once, if this deployment uses one, with its sweeper timer
-    (runs a previous process left unfinished are resumed by it). Returns True when this call
-    started it."""
+    (runs a previous process left unfinished are resumed by it). Returns whether this process
+    runs one. It takes tasks at once; the CPU pool warms up in the background meanwhile."""
     global _embedded_worker
     from django.conf import settings
+
+    from verification import heartbeat, lifecycle
 
     if not settings.CELERY_EMBEDDED_WORKER:
         return False
     with _embedded_lock:
         if _embedded_worker is not None:
-            return False
+            return True
         worker = app.WorkController(
             pool_cls="threads",
             concurrency=settings.CELERY_EMBEDDED_CONCURRENCY,
@@ -46,7 +48,8 @@ def ensure_embedded_worker() -> bool:
         threading.Thread(target=_sweep_forever, args=(settings.SWEEP_INTERVAL,), name="sweeper", daemon=True).start()
         _embedded_worker = worker
         logger.info("started the embedded Celery worker (no REDIS_URL set)")
-    warm_up()
+    heartbeat.start()
+    lifecycle.install_stop_handlers()
     return True
 
 
@@ -75,17 +78,29 @@ def warm_up(*, wait: bool = False) -> None:
     default: the first run after a start then does not wait for it."""
     from django.conf import settings
 
-    from verification import cpu
+    from verification import cpu, heartbeat
     from verification.forms import DEFAULT_SETTINGS
 
     dense = DEFAULT_SETTINGS["retrieval_mode"] == "dense"
-    cpu.start(warm_embedding_model=settings.EMBEDDING_MODEL if dense else None, wait=wait)
+    # Beat at once when warm: the run pages' "starting" notice ends with it.
+    cpu.start(warm_embedding_model=settings.EMBEDDING_MODEL if dense else None, wait=wait, on_warm=heartbeat.beat_now)
 
 
 @worker_init.connect
-def _warm_worker(**_) -> None:
-    # Before the worker takes its first task: it reports ready with the model loaded. (The
-    # embedded worker warms in the background instead, so the web server starts at once.)
-    started = time.monotonic()
-    warm_up(wait=True)
-    logger.info("CPU pool ready in %.1f s", time.monotonic() - started)
+def _start_worker_process(**_) -> None:
+    # In the background: the worker takes tasks at once. A task that needs the CPU pool waits
+    # for it, holding its run, so the heartbeat says the run is alive meanwhile. (Also sent by
+    # the embedded worker's WorkController.)
+    from verification import heartbeat
+
+    warm_up()
+    heartbeat.start()
+
+
+@worker_shutting_down.connect
+def _stop_worker_process(**_) -> None:
+    # A `celery worker` asked to stop (SIGTERM, SIGINT): its CPU pool ends now and the process
+    # within lifecycle.GRACE_S, whatever its tasks are waiting for.
+    from verification import lifecycle
+
+    lifecycle.stopping()

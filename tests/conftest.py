@@ -1,19 +1,23 @@
 """Shared fixtures: a real redis-server, a real Celery worker consuming from it, and the fake
 outside world (tests/fakes.py) on 127.0.0.1, wired into settings."""
 
+import os
 import shutil
 import socket
 import subprocess
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
+from django.db import connection
 
 from factsite.celery import app as celery_app
 from tests.fakes import FakeLLM, FakeSerper, FakeSite, sample_sites
+from tests.processes import Processes
 
 MODEL = "fake-model"
 
@@ -132,3 +136,54 @@ class _World:
 
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- real processes of the app (tests/processes.py) on this test's database
+
+
+@pytest.fixture
+def shared_database(transactional_db) -> str:
+    """This test's database as a DATABASE_URL (SQLite or PostgreSQL, as the test run has it):
+    committed writes, so the subprocesses see them (and it is flushed after the test, once they
+    are dead)."""
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    password = quote(db["PASSWORD"] or "", safe="")
+    return f"postgres://{db['USER']}:{password}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+@pytest.fixture
+def processes(world, shared_database, tmp_path):
+    world.llm.latency, world.serper.latency = 0.2, 0.1
+    for site in world.sites:
+        site.latency = 0.1
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "PYTHONUNBUFFERED": "1",
+        "DATABASE_URL": shared_database,
+        "DJANGO_SECRET_KEY": "recovery-test",
+        **world_environment(world),
+        "LOG_LEVEL": "WARNING",
+        "RUNS_PER_HOUR": "0",
+        # Pages parsed in the workers' threads: a CPU pool loads the embedding model in each of its
+        # processes when a worker starts, seconds of CPU per start on two cores. Test 1 keeps one.
+        "CPU_PROCESSES": "0",
+    }
+    running = Processes(env, logs)
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def broker(redis_url):
+    """A Redis database of its own on the session's redis-server (the in-process test worker
+    consumes database 0), emptied before and after: queue, unacked messages and cache."""
+    url = redis_url.rsplit("/", 1)[0] + "/7"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()

@@ -245,6 +245,7 @@ def test_the_declared_result_schema_refuses_what_the_result_never_is(client):
         "resumes": 0,
         "progress": {
             "percent": 100,
+            "starting": False,
             "sentences": {"total": 0, "decomposed": 0},
             "claims": {"total": 0, "searched": 0},
             "pages": {"total": 0, "fetched": 0, "failed": 0},

@@ -7,27 +7,24 @@ finish, the exact interleavings built step by step, and the sweeper on rows rewo
 Every subprocess runs in its own process group and is SIGKILLed when its test ends. Waits are
 on conditions with timeouts; the only fixed wait is the length of the Redis outage."""
 
-import contextlib
 import os
 import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 import redis
 import requests
 from django.core.cache import cache
-from django.db import connection
 from django.utils import timezone
 
-from tests.conftest import MODEL, ROOT, free_port, world_environment
+from tests.conftest import MODEL, free_port
+from tests.processes import wait_until
 from verification import heartbeat, providers, selectors, services, tasks
 from verification.models import (
     Claim,
@@ -48,18 +45,6 @@ ONE_SENTENCE = "The Eiffel Tower is a wrought-iron lattice tower in Paris, Franc
 SLOW = "1889"
 UNFINISHED = (Status.PENDING, Status.RUNNING)
 CLAIM_ENDS = (ClaimStatus.DONE, ClaimStatus.FAILED)
-
-
-def wait_until(condition, timeout: float, what, interval: float = 0.2):
-    """`what`: a text or a function giving one (the state to show when time is up)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:g} s: {what() if callable(what) else what}")
-        time.sleep(interval)
 
 
 # --- the database, read by this process while the subprocesses write it
@@ -127,132 +112,6 @@ def assert_ended_with_reasons(ids) -> None:
         ),
     ]
     assert all(failed), "a failed item without a reason"
-
-
-# --- real processes
-
-
-class Processes:
-    """The subprocesses of one test. Each gets its own process group (SIGKILL reaches its
-    children too) and a log file, shown when a wait fails."""
-
-    def __init__(self, env: dict, logs: Path) -> None:
-        self.env, self.logs = env, logs
-        self.running: list[subprocess.Popen] = []
-
-    def start(self, name: str, *args: str, **env) -> subprocess.Popen:
-        log = (self.logs / f"{name}.log").open("ab")
-        process = subprocess.Popen(
-            [sys.executable, *args],
-            cwd=ROOT,
-            env={**self.env, **env},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
-        self.running.append(process)
-        return process
-
-    def worker(self, name: str = "worker", loglevel: str = "WARNING", **env) -> subprocess.Popen:
-        return self.start(
-            name,
-            *("-m", "celery", "-A", "factsite", "worker", "--pool=threads", "--concurrency=8", f"--hostname={name}@%h"),
-            *("--without-gossip", "--without-mingle", "--without-heartbeat", f"--loglevel={loglevel}"),
-            **env,
-        )
-
-    def beat(self, **env) -> subprocess.Popen:
-        schedule = self.logs / "beat-schedule"
-        return self.start(
-            "beat", "-m", "celery", "-A", "factsite", "beat", "-s", str(schedule), "--loglevel=WARNING", **env
-        )
-
-    def gunicorn(self, port: int, **env) -> str:
-        self.start("gunicorn", "-m", "gunicorn", "factsite.wsgi", "-b", f"127.0.0.1:{port}", "--threads", "4", **env)
-        return self.until_serving(port)
-
-    def runserver(self, port: int, name: str = "runserver", **env) -> str:
-        self.start(name, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}", **env)
-        return self.until_serving(port)
-
-    def until_serving(self, port: int) -> str:
-        url = f"http://127.0.0.1:{port}"
-
-        def serving():
-            try:
-                return requests.get(url + "/about", timeout=5).status_code == 200
-            except requests.RequestException:  # not listening yet, or still loading
-                return False
-
-        wait_until(serving, 30, f"a web server on {url}\n{self.tail()}")
-        return url
-
-    def kill(self, process: subprocess.Popen) -> None:
-        with contextlib.suppress(ProcessLookupError):  # the group is gone already
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(10)
-
-    def close(self) -> None:
-        for process in self.running:
-            self.kill(process)
-
-    def log(self, name: str) -> str:
-        return (self.logs / f"{name}.log").read_text(errors="replace")
-
-    def tail(self, lines: int = 40) -> str:
-        return "\n".join(
-            f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-            for log in sorted(self.logs.glob("*.log"))
-        )
-
-
-@pytest.fixture
-def shared_database(transactional_db) -> str:
-    """This test's database as a DATABASE_URL (SQLite or PostgreSQL, as the test run has it):
-    committed writes, so the subprocesses see them (and it is flushed after the test, once they
-    are dead)."""
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    password = quote(db["PASSWORD"] or "", safe="")
-    return f"postgres://{db['USER']}:{password}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-
-
-@pytest.fixture
-def processes(world, shared_database, tmp_path):
-    world.llm.latency, world.serper.latency = 0.2, 0.1
-    for site in world.sites:
-        site.latency = 0.1
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp_path),
-        "PYTHONUNBUFFERED": "1",
-        "DATABASE_URL": shared_database,
-        "DJANGO_SECRET_KEY": "recovery-test",
-        **world_environment(world),
-        "LOG_LEVEL": "WARNING",
-        "RUNS_PER_HOUR": "0",
-        # Pages parsed in the workers' threads: a CPU pool loads the embedding model in each of its
-        # processes when a worker starts, seconds of CPU per start on two cores. Test 1 keeps one.
-        "CPU_PROCESSES": "0",
-    }
-    running = Processes(env, logs)
-    yield running
-    running.close()
-
-
-@pytest.fixture
-def broker(redis_url):
-    """A Redis database of its own on the session's redis-server (the in-process test worker
-    consumes database 0), emptied before and after: queue, unacked messages and cache."""
-    url = redis_url.rsplit("/", 1)[0] + "/7"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield url
-    client.flushdb()
 
 
 def submit(base: str, text: str = TEXT, **run_settings) -> str:

@@ -12,10 +12,12 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Sequence
+from concurrent import futures
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
+from verification import cpu_child
 from verification.clients.embeddings import shared_embedder
 from verification.pipeline import extract, passages
 from verification.pipeline.types import FetchedDocument, PageSentences, Passage
@@ -26,11 +28,13 @@ logger = logging.getLogger(__name__)
 _pool: ProcessPoolExecutor | None = None
 _pool_pid: int | None = None
 _lock = threading.Lock()
+# Set once every process of the current pool has loaded what it needs (see `start`).
+_warm = threading.Event()
 
-# --- in the pool's processes
+# --- in the pool's processes (verification.cpu_child.init runs first)
 
 
-def _child_init(embedding_model: str | None) -> None:
+def prepare_process(embedding_model: str | None) -> None:
     # One core per process: the pool is as wide as the machine, so torch's own threads would
     # only fight each other.
     try:
@@ -87,7 +91,8 @@ def choose_excerpts(
 
 def run(function: Callable[..., T], *args, **kwargs) -> T:
     """`function(*args, **kwargs)` in the pool (or here, without one). A pool whose process
-    died (killed, out of memory) is replaced and the call tried once more."""
+    died (killed, out of memory) is replaced and the call tried once more. A call made while
+    the pool warms up waits for it: it is queued behind the warm-up."""
     pool = _get_pool()
     if pool is None:
         return function(*args, **kwargs)
@@ -100,28 +105,82 @@ def run(function: Callable[..., T], *args, **kwargs) -> T:
         return pool.submit(function, *args, **kwargs).result()
 
 
-def start(*, warm_embedding_model: str | None = None, wait: bool = False) -> None:
-    """Start the pool now (at worker start), loading the embedding model in every process, so
-    the first run does not pay for it; `wait` returns once they are ready."""
+def start(
+    *, warm_embedding_model: str | None = None, wait: bool = False, on_warm: Callable[[], None] | None = None
+) -> None:
+    """Start the pool now, loading the embedding model in every process, so the first run
+    does not pay for it. It warms up in the background (the caller goes on serving); `wait`
+    returns once it is ready, and `on_warm` is called then."""
     from django.conf import settings
 
     pool = _get_pool(warm_embedding_model)
     if pool is None:
-        if warm_embedding_model:
-            loading = threading.Thread(target=_warm_up, args=(warm_embedding_model,), daemon=True)
-            loading.start()
-            if wait:
-                loading.join()
-        return
-    # Submitted together, so that each finds no idle process and one is started for it.
-    started = [pool.submit(_ready) for _ in range(settings.CPU_PROCESSES)]
+        warming = threading.Thread(target=_warm_here, args=(warm_embedding_model, on_warm), daemon=True)
+    else:
+        # Submitted together, so that each finds no idle process and one is started for it.
+        started = [pool.submit(_ready) for _ in range(settings.CPU_PROCESSES)]
+        warming = threading.Thread(target=_mark_warm_when_done, args=(started, on_warm), daemon=True)
+    warming.start()
     if wait:
-        for future in started:
-            future.result()
+        warming.join()
+
+
+def is_warm() -> bool:
+    """Whether this process's pool (or, without one, its model) has finished warming up."""
+    return _warm.is_set()
+
+
+def _warm_here(embedding_model: str | None, on_warm: Callable[[], None] | None) -> None:
+    if embedding_model:
+        _warm_up(embedding_model)
+    _now_warm(on_warm)
+
+
+def _mark_warm_when_done(started: list, on_warm: Callable[[], None] | None) -> None:
+    futures.wait(started)
+    _now_warm(on_warm)
+
+
+def _now_warm(on_warm: Callable[[], None] | None) -> None:
+    _warm.set()
+    if on_warm is not None:
+        try:
+            on_warm()
+        except Exception:  # only a report of it failed: the pool is warm all the same
+            logger.exception("reporting the end of the warm-up failed")
 
 
 def _ready() -> None:
     """Nothing: the process's initializer did the work."""
+
+
+def stop() -> None:
+    """End the pool's processes now, work in progress included: for a process that is being
+    stopped. Waiting for them could take as long as the slowest page."""
+    global _pool
+    # From a signal handler too, which may have interrupted this thread inside `_get_pool`.
+    locked = _lock.acquire(timeout=1.0)
+    try:
+        pool, _pool = _pool, None
+        _warm.clear()
+    finally:
+        if locked:
+            _lock.release()
+    if pool is None or _pool_pid != os.getpid():
+        return
+    # ProcessPoolExecutor can only wait for its processes, not end them: its `_processes` (pid →
+    # Process) is private but has been there since Python 3.2.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.join(STOP_WAIT_S)
+        if process.is_alive():
+            process.kill()
+
+
+STOP_WAIT_S = 3.0
 
 
 def _get_pool(embedding_model: str | None = None) -> ProcessPoolExecutor | None:
@@ -136,8 +195,8 @@ def _get_pool(embedding_model: str | None = None) -> ProcessPoolExecutor | None:
             _pool = ProcessPoolExecutor(
                 max_workers=settings.CPU_PROCESSES,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_child_init,
-                initargs=(embedding_model,),
+                initializer=cpu_child.init,
+                initargs=(embedding_model, os.getpid()),
             )
             _pool_pid = os.getpid()
         return _pool

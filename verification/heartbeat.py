@@ -1,9 +1,17 @@
-"""Signs of life. While a worker process holds tasks of some runs, a thread of it says so
-every few seconds, in one UPDATE for all of them. The sweeper (tasks.sweep) can then tell a
-run that is busy (a slow model answer) from one whose worker died or whose message was lost,
-and resumes only the second kind."""
+"""Signs of life. A process that runs tasks (the embedded worker's host, a `celery worker`)
+beats every few seconds from the moment it starts: it records that it is alive (its
+WorkerProcess row, with whether its CPU pool is warm yet), and touches the runs it holds tasks
+of, in one UPDATE for all of them, taking them as their owner.
+
+The sweeper (tasks.sweep) resumes a run only when nobody is working on it: its owner stopped
+beating (died, was killed, was stopped), or, for a run on the shared broker, no task of it has
+run for a while (a lost message). A run that only waits (for a slow model answer, a busy
+queue, the model to load) is left alone, so it runs once, where it was started."""
 
 import logging
+import os
+import secrets
+import socket
 import threading
 import time
 from collections import Counter
@@ -14,12 +22,23 @@ from django.db import connection
 logger = logging.getLogger(__name__)
 
 INTERVAL_S = 5.0
+# A process that has not beaten for this long is gone: three beats missed.
+GONE_AFTER_S = 3 * INTERVAL_S
 
 _lock = threading.Lock()
 _holding: Counter = Counter()  # run id → tasks of it running in this process now
 _recent: set = set()  # runs that had a task since the last beat (short tasks end between beats)
 _local = threading.local()
 _thread: threading.Thread | None = None
+_name: tuple[int, str] | None = None  # (pid, name): a forked child gets a name of its own
+
+
+def process_name() -> str:
+    """This process's name as a run's owner: host, pid and a random part (pids are reused)."""
+    global _name
+    if _name is None or _name[0] != os.getpid():
+        _name = (os.getpid(), f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}")
+    return _name[1]
 
 
 @contextmanager
@@ -46,38 +65,51 @@ def hold(verification_id) -> None:
         if held is not None:
             held.append(key)
             _holding[key] += 1
-    _start_once()
+    start()
 
 
 def beat() -> None:
-    """Touch every run held now or since the last beat."""
-    from verification import services
+    """Say this process is alive, and touch every run held now or since the last beat."""
+    from verification import cpu, services
 
     with _lock:
         ids = set(_holding) | _recent
         _recent.clear()
+    services.worker_process_beat(process_name(), embedded=_embedded(), warm=cpu.is_warm())
     if ids:
-        services.verifications_touch(ids)
+        services.verifications_touch(ids, owner=process_name())
 
 
-def _start_once() -> None:
+def start() -> None:
+    """Start beating (once per process; again in a forked child, where the thread is not)."""
     global _thread
     if _thread is not None and _thread.is_alive():
         return
     with _lock:
-        if _thread is None or not _thread.is_alive():  # also in a forked child, where it is not
+        if _thread is None or not _thread.is_alive():
             _thread = threading.Thread(target=_beat_forever, name="factsite-heartbeat", daemon=True)
             _thread.start()
 
 
+def _embedded() -> bool:
+    from django.conf import settings
+
+    return settings.CELERY_EMBEDDED_WORKER
+
+
+def beat_now() -> None:
+    """One beat outside the beating thread (e.g. the moment the warm-up ends)."""
+    try:
+        beat()
+    except Exception:  # a busy or unreachable database: the next beat tries again
+        logger.warning("heartbeat failed", exc_info=True)
+    finally:
+        # Not kept open between beats: an idle connection would hold the database (and stop
+        # a test run from dropping its PostgreSQL database).
+        connection.close()
+
+
 def _beat_forever() -> None:
     while True:
+        beat_now()
         time.sleep(INTERVAL_S)
-        try:
-            beat()
-        except Exception:  # a busy or unreachable database: the next beat tries again
-            logger.warning("heartbeat failed", exc_info=True)
-        finally:
-            # Not kept open between beats: an idle connection would hold the database (and stop
-            # a test run from dropping its PostgreSQL database).
-            connection.close()

@@ -79,6 +79,13 @@ class Verification(models.Model):
     client = models.CharField(max_length=64, blank=True, db_index=True)
     # Claims this run has taken from its budget (MAX_CLAIMS_PER_RUN), counted atomically.
     claims_used = models.PositiveIntegerField(default=0)
+    # The process working on this run (a WorkerProcess name; "" before a worker took it): the
+    # one that started it when it runs on that process's embedded worker, else the worker that
+    # last held a task of it. Another process resumes the run only once this one stops beating.
+    owner = models.CharField(max_length=200, blank=True, db_index=True)
+    # The configuration the run was started with, as keyed digests (providers.run_needs): a
+    # process that would run it with other keys or servers says so instead.
+    needs = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -223,3 +230,22 @@ class HostCategory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.host}: {self.source_type}"
+
+
+class WorkerProcess(models.Model):
+    """A process that runs verifications' tasks (the web server or `manage.py verify` with the
+    embedded worker, a `celery worker`), and its last sign of life."""
+
+    class Kind(models.TextChoices):
+        EMBEDDED = "embedded"  # its runs' tasks are in its own memory: nobody else can run them
+        CELERY = "celery"  # takes tasks from the shared broker
+
+    name = models.CharField(max_length=200, primary_key=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    started_at = models.DateTimeField()
+    beat_at = models.DateTimeField(db_index=True)
+    # When its CPU pool and model were ready (null while it warms up).
+    warm_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.kind} process {self.name}"

@@ -2,6 +2,8 @@
 step. Clients are made once per process (per thread where they hold a requests session) so
 connections are reused."""
 
+import hashlib
+import hmac
 import threading
 from urllib.parse import urlsplit
 
@@ -166,3 +168,40 @@ def configuration_problems(model_name: str | None = None, *, web_search: bool = 
     if web_search and (problem := search_problem()):
         problems.append(problem)
     return problems
+
+
+def run_needs(run_settings: dict) -> dict[str, str]:
+    """The configuration a run depends on, by the variables a person sets, each as a keyed
+    digest (never the key itself): compared when another process takes the run over, so it is
+    not silently run with other keys, servers or search providers (see `needs_unmet`)."""
+    needs = {}
+    choice = next((c for c in model_choices() if c.name == run_settings.get("model")), None)
+    if choice is not None:
+        needs[f"the server of the model {choice.name} (OPENAI_BASE_URL / LLM_MODELS)"] = _digest(choice.base_url)
+        needs["OPENAI_API_KEY"] = _digest(settings.OPENAI_API_KEY)
+    if run_settings.get("evidence", "web") != "documents":
+        needs["SEARCH_PROVIDERS"] = _digest(",".join(search_provider_names()))
+        for name in search_provider_names():
+            for variable in _SEARCH_SETTINGS.get(name, ()):
+                needs[variable] = _digest(str(getattr(settings, variable, "")))
+    return needs
+
+
+def needs_unmet(needs: dict[str, str], run_settings: dict) -> list[str]:
+    """Which of a run's needs (`run_needs` where it was started) this process has otherwise."""
+    here = run_needs(run_settings)
+    return [variable for variable, digest in needs.items() if here.get(variable) != digest]
+
+
+# The settings each search provider is built from (see _search_client).
+_SEARCH_SETTINGS = {
+    "serper": ("SERPER_API_KEY", "SERPER_BASE_URL"),
+    "brave": ("BRAVE_API_KEY", "BRAVE_BASE_URL"),
+    "tavily": ("TAVILY_API_KEY", "TAVILY_BASE_URL"),
+    "searxng": ("SEARXNG_URL",),
+    "wikipedia": ("WIKIPEDIA_BASE_URL",),
+}
+
+
+def _digest(value: str) -> str:
+    return hmac.new(settings.SECRET_KEY.encode(), value.encode(), hashlib.sha256).hexdigest()[:16]

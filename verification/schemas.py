@@ -117,6 +117,10 @@ class JudgementProgress(Schema):
 
 class Progress(Schema):
     percent: int = Field(ge=0, le=100, description="never goes back while the run goes on; 100 once finished")
+    starting: bool = Field(
+        description="the process running it is still loading its model (the first run after a start): "
+        "its pages wait for that, the rest goes on"
+    )
     sentences: SentenceProgress
     claims: ClaimProgress
     pages: PageProgress

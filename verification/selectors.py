@@ -3,7 +3,7 @@
 import logging
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import NamedTuple
 
 from django.conf import settings
@@ -12,7 +12,7 @@ from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Sub
 from django.db.models.functions import Coalesce
 from django.utils.timezone import localdate
 
-from verification import domain_lists, services
+from verification import domain_lists, heartbeat, services
 from verification.clients.search import PROVIDER_LABELS
 from verification.documents import EVIDENCE_MODES, DocumentDraft, is_upload
 from verification.models import (
@@ -148,6 +148,17 @@ def verdicts(scores: Scores, claims: list[ClaimRecord], sentences: list) -> Verd
     return Verdicts(claims=by_claim, sentences=by_sentence_result)
 
 
+def run_is_starting(verification: Verification) -> bool:
+    """Whether the run waits for a process that is still warming up (its CPU pool loading the
+    model): its owner, or, before a worker took it, every live worker."""
+    if verification.status in FINISHED:
+        return False
+    alive = services.worker_processes_alive(gone_after=timedelta(seconds=heartbeat.GONE_AFTER_S))
+    if verification.owner:
+        return alive.filter(name=verification.owner, warm_at__isnull=True).exists()
+    return alive.exists() and not alive.filter(warm_at__isnull=False).exists()
+
+
 def verification_progress(verification: Verification) -> dict:
     """Counts per stage, labelled for what they count, and a percentage that never goes back."""
     sentences = Sentence.objects.filter(verification=verification)
@@ -182,6 +193,7 @@ def verification_progress(verification: Verification) -> dict:
             services.progress_record(verification.pk, computed)
     return {
         "percent": percent,
+        "starting": run_is_starting(verification),
         "sentences": {"total": total_sentences, "decomposed": split},
         "claims": {"total": claims["total"], "searched": claims["searched"]},
         "pages": {"total": pages["total"], "fetched": pages["fetched"], "failed": pages["failed"]},

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from verification.documents import UPLOAD_SCHEME, DocumentDraft, is_upload
@@ -25,6 +25,7 @@ from verification.models import (
     Status,
     Upload,
     Verification,
+    WorkerProcess,
 )
 from verification.pipeline.types import (
     ClaimDraft,
@@ -112,34 +113,75 @@ def last_activity(verification: Verification):
     return max(t for t in (verification.created_at, verification.retried_at, verification.touched_at) if t)
 
 
-def verifications_touch(verification_ids: Iterable) -> None:
-    """A sign of life from a worker that holds tasks of these runs (see heartbeat.py)."""
+def verification_take(verification_id, *, owner: str, needs: dict) -> None:
+    """Who runs it (`owner`: the process whose embedded worker has its tasks; "" for the
+    shared broker) and with what configuration (providers.run_needs): set when it is queued,
+    by its start or a retry."""
+    Verification.objects.filter(pk=verification_id).update(owner=owner, needs=needs)
+
+
+def verifications_touch(verification_ids: Iterable, *, owner: str) -> None:
+    """A sign of life from a worker process that holds tasks of these runs (heartbeat.py): it
+    is their owner now."""
     Verification.objects.filter(pk__in=list(verification_ids)).exclude(status__in=FINISHED).update(
-        touched_at=timezone.now()
+        touched_at=timezone.now(), owner=owner
     )
 
 
-def verifications_stalled(*, silent_for: timedelta) -> list:
-    """Unfinished runs with no sign of life for `silent_for` and not swept within it: a
-    worker died holding their tasks, or a message was lost (a Redis restart)."""
-    cutoff = timezone.now() - silent_for
+def worker_process_beat(name: str, *, embedded: bool, warm: bool) -> None:
+    now = timezone.now()
+    kind = WorkerProcess.Kind.EMBEDDED if embedded else WorkerProcess.Kind.CELERY
+    updated = WorkerProcess.objects.filter(name=name).update(beat_at=now, kind=kind)
+    if not updated:
+        WorkerProcess.objects.get_or_create(name=name, defaults={"kind": kind, "started_at": now, "beat_at": now})
+    if warm:
+        WorkerProcess.objects.filter(name=name, warm_at__isnull=True).update(warm_at=now)
+
+
+def worker_processes_alive(*, gone_after: timedelta) -> QuerySet:
+    return WorkerProcess.objects.filter(beat_at__gte=timezone.now() - gone_after)
+
+
+def worker_processes_forget(*, gone_for: timedelta) -> None:
+    """Rows of processes long gone (every start adds one)."""
+    WorkerProcess.objects.filter(beat_at__lt=timezone.now() - gone_for).delete()
+
+
+def verifications_stalled(*, silent_for: timedelta, gone_after: timedelta) -> list:
+    """Unfinished runs nobody is working on, not swept within `silent_for`:
+    - its owner stopped beating (it died, or was stopped) and the run was silent since;
+    - or no live process owns it (a run on the shared broker whose owner's tasks ended) and no
+      task of it ran for `silent_for`: a message was lost (a Redis restart).
+    A run owned by a live embedded worker is never stalled: its tasks wait in that process's
+    memory, where no other process could take them (a slow model, a queue, a warm-up)."""
+    now = timezone.now()
+    alive = worker_processes_alive(gone_after=gone_after)
+    owner_alive = Q(owner__in=alive.values("name"))
+    owned_by_embedded = Q(owner__in=alive.filter(kind=WorkerProcess.Kind.EMBEDDED).values("name"))
+    quiet_since = now - min(silent_for, gone_after)
+    owner_gone = ~Q(owner="") & ~owner_alive & (Q(touched_at__lt=quiet_since) | Q(touched_at__isnull=True))
+    silent = Q(touched_at__lt=now - silent_for) | Q(touched_at__isnull=True, created_at__lt=now - silent_for)
+    not_just_handled = (Q(retried_at__isnull=True) | Q(retried_at__lt=quiet_since)) & (
+        Q(swept_at__isnull=True) | Q(swept_at__lt=now - silent_for)
+    )
     return list(
         Verification.objects.exclude(status__in=FINISHED)
-        .filter(Q(touched_at__lt=cutoff) | Q(touched_at__isnull=True, created_at__lt=cutoff))
-        .filter(Q(retried_at__isnull=True) | Q(retried_at__lt=cutoff))
-        .filter(Q(swept_at__isnull=True) | Q(swept_at__lt=cutoff))
+        .exclude(owned_by_embedded)
+        .filter(owner_gone | silent)
+        .filter(not_just_handled)
         .values_list("pk", flat=True)
     )
 
 
-def verification_claim_sweep(verification_id, *, silent_for: timedelta) -> bool:
-    """Only one sweeper (of several processes) resumes a run per quiet period."""
+def verification_claim_sweep(verification_id, *, silent_for: timedelta, owner: str) -> bool:
+    """Only one sweeper (of several processes) resumes a run per quiet period, and becomes its
+    owner (`owner`: "" when the run goes back to the shared broker)."""
     cutoff = timezone.now() - silent_for
     return (
         Verification.objects.filter(pk=verification_id)
         .exclude(status__in=FINISHED)
         .filter(Q(swept_at__isnull=True) | Q(swept_at__lt=cutoff))
-        .update(swept_at=timezone.now(), resumes=F("resumes") + 1)
+        .update(swept_at=timezone.now(), resumes=F("resumes") + 1, owner=owner)
         == 1
     )
 

@@ -97,7 +97,7 @@ def send(task, *args) -> None:
 
 def enqueue_verification(verification: Verification) -> None:
     """Start a run once the row is committed (the worker must be able to read it)."""
-    ensure_embedded_worker()
+    _take(verification.pk, verification.settings)
     send(verification_start, str(verification.pk))
 
 
@@ -106,36 +106,64 @@ def retry_failed(verification_id) -> int:
     plan = services.verification_retry(verification_id)
     if not plan.items:
         return 0
-    ensure_embedded_worker()
+    _take(verification_id, Verification.objects.get(pk=verification_id).settings)
     _enqueue(plan)
     # Source types known at once (rules, another run's answer) end nothing by themselves.
     services.verification_finish(verification_id)
     return plan.items
 
 
+def _take(verification_id, run_settings: dict) -> None:
+    """This process queues the run's work, with its configuration: on its own embedded worker,
+    which then owns the run, or on the shared broker, for whichever worker takes it."""
+    owner = heartbeat.process_name() if ensure_embedded_worker() else ""
+    services.verification_take(verification_id, owner=owner, needs=providers.run_needs(run_settings))
+
+
 @app.task(ignore_result=True)
 def sweep() -> int:
-    """Resume every run that stalled (see the module's docstring); returns how many. Runs
-    that stayed silent for RUN_TIMEOUT in spite of that are failed with the reason."""
+    """Resume every run nobody is working on any more (see the module's docstring); returns
+    how many. Runs that stayed silent for RUN_TIMEOUT in spite of that are failed with the
+    reason."""
     silent_for = timedelta(seconds=settings.RUN_STALLED_AFTER)
     if _queued_messages():
         # Runs behind a backlog are silent too, but their tasks are only waiting: resuming them
         # would queue each again (and a duplicate taken while the first still runs does the
-        # work twice). Only a much longer silence then means a task was lost.
+        # work twice). Only a much longer silence then means a task was lost. (A run whose
+        # owner stopped beating is resumed at once all the same.)
         silent_for *= BACKLOG_PATIENCE
+    gone_after = timedelta(seconds=heartbeat.GONE_AFTER_S)
+    services.worker_processes_forget(gone_for=timedelta(days=1))
     resumed = 0
-    for verification_id in services.verifications_stalled(silent_for=silent_for):
+    for verification_id in services.verifications_stalled(silent_for=silent_for, gone_after=gone_after):
         verification = services.verification_expire_if_stale(
             Verification.objects.get(pk=verification_id), timeout_s=settings.RUN_TIMEOUT
         )
+        owner = heartbeat.process_name() if settings.CELERY_EMBEDDED_WORKER else ""
         if verification.status in FINISHED or not services.verification_claim_sweep(
-            verification_id, silent_for=silent_for
+            verification_id, silent_for=silent_for, owner=owner
         ):
             continue
-        logger.warning("resuming %s: no sign of life for %s s", verification, settings.RUN_STALLED_AFTER)
+        if _refuse_other_configuration(verification):
+            continue
+        logger.warning("resuming %s: nobody has worked on it for a while", verification)
         resume(verification_id)
         resumed += 1
     return resumed
+
+
+def _refuse_other_configuration(verification: Verification) -> bool:
+    """A run is never run with other keys, servers or search providers than it was started
+    with: a process configured otherwise fails it with what differs, for a person to retry it
+    where that configuration is."""
+    unmet = providers.needs_unmet(verification.needs, verification.settings)
+    if unmet:
+        services.verification_fail(
+            verification.pk,
+            reason=f"this run was started with another configuration than this process has ({', '.join(unmet)}); "
+            "retry it from a process configured as the one that started it",
+        )
+    return bool(unmet)
 
 
 BACKLOG_PATIENCE = 5
@@ -248,6 +276,8 @@ def _after_hosts_typed(verification_ids) -> None:
 def verification_start(verification_id: str) -> None:
     verification = Verification.objects.get(pk=verification_id)
     heartbeat.hold(verification_id)
+    if _refuse_other_configuration(verification):
+        return
     if verification.status != Status.RUNNING and not services.verification_begin(verification):
         return
     sentences = services.sentences_save(verification=verification, segments=segment.segment(verification.text))

@@ -25,6 +25,8 @@ from verification.viewstate import ViewState
 VERDICT_MARKS = {"supported": "✓", "not_supported": "✗", "irrelevant": "·"}
 # The exit status when a limit refuses the run, told apart from a run that failed (1).
 REFUSED = 2
+# As a shell reports a process ended by SIGINT.
+INTERRUPTED = 130
 
 
 class Command(BaseCommand):
@@ -93,7 +95,14 @@ class Command(BaseCommand):
         )
         tasks.enqueue_verification(verification)
         self.stderr.write(f"verification {verification.pk} started")
-        verification = self._wait(verification, options["timeout"])
+        try:
+            verification = self._wait(verification, options["timeout"])
+        except KeyboardInterrupt:
+            raise CommandError(
+                f"interrupted: the run is left unfinished (a factsite server on this database resumes it; "
+                f"its result will be at /v/{verification.pk})",
+                returncode=INTERRUPTED,
+            ) from None
         result = selectors.verification_result(verification, ViewState(score_rule=options["score_rule"]))
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(result, indent=2, ensure_ascii=False))
@@ -142,8 +151,10 @@ def _read_document(path: str) -> SimpleUploadedFile:
 
 
 def progress_line(progress: dict) -> str:
+    starting = "  starting: loading the passage model" if progress["starting"] else ""
     return (
-        f"{progress['percent']:3d}%  sentences {progress['sentences']['decomposed']}/{progress['sentences']['total']}"
+        f"{progress['percent']:3d}%{starting}"
+        f"  sentences {progress['sentences']['decomposed']}/{progress['sentences']['total']}"
         f"  claims searched {progress['claims']['searched']}/{progress['claims']['total']}"
         f"  pages {progress['pages']['fetched'] + progress['pages']['failed']}/{progress['pages']['total']}"
         f"  judgements {progress['judgements']['made']}/{progress['judgements']['total']}"

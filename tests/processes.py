@@ -1,0 +1,101 @@
+"""Real subprocesses of the app for a test (web servers, workers, beat, the CLI), each in its
+own process group and killed when the test ends, and waits on conditions with timeouts."""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wait_until(condition, timeout: float, what, interval: float = 0.2):
+    """`what`: a text or a function giving one (the state to show when time is up)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:g} s: {what() if callable(what) else what}")
+        time.sleep(interval)
+
+
+class Processes:
+    """The subprocesses of one test. Each gets its own process group (SIGKILL reaches its
+    children too) and a log file, shown when a wait fails."""
+
+    def __init__(self, env: dict, logs: Path) -> None:
+        self.env, self.logs = env, logs
+        self.running: list[subprocess.Popen] = []
+
+    def start(self, name: str, *args: str, **env) -> subprocess.Popen:
+        log = (self.logs / f"{name}.log").open("ab")
+        process = subprocess.Popen(
+            [sys.executable, *args],
+            cwd=ROOT,
+            env={**self.env, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        self.running.append(process)
+        return process
+
+    def worker(self, name: str = "worker", loglevel: str = "WARNING", **env) -> subprocess.Popen:
+        return self.start(
+            name,
+            *("-m", "celery", "-A", "factsite", "worker", "--pool=threads", "--concurrency=8", f"--hostname={name}@%h"),
+            *("--without-gossip", "--without-mingle", "--without-heartbeat", f"--loglevel={loglevel}"),
+            **env,
+        )
+
+    def beat(self, **env) -> subprocess.Popen:
+        schedule = self.logs / "beat-schedule"
+        return self.start(
+            "beat", "-m", "celery", "-A", "factsite", "beat", "-s", str(schedule), "--loglevel=WARNING", **env
+        )
+
+    def gunicorn(self, port: int, **env) -> str:
+        self.start("gunicorn", "-m", "gunicorn", "factsite.wsgi", "-b", f"127.0.0.1:{port}", "--threads", "4", **env)
+        return self.until_serving(port)
+
+    def runserver(self, port: int, name: str = "runserver", **env) -> str:
+        self.start(name, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}", **env)
+        return self.until_serving(port)
+
+    def until_serving(self, port: int) -> str:
+        url = f"http://127.0.0.1:{port}"
+
+        def serving():
+            try:
+                return requests.get(url + "/about", timeout=5).status_code == 200
+            except requests.RequestException:  # not listening yet, or still loading
+                return False
+
+        wait_until(serving, 30, f"a web server on {url}\n{self.tail()}")
+        return url
+
+    def kill(self, process: subprocess.Popen) -> None:
+        with contextlib.suppress(ProcessLookupError):  # the group is gone already
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+    def close(self) -> None:
+        for process in self.running:
+            self.kill(process)
+
+    def log(self, name: str) -> str:
+        return (self.logs / f"{name}.log").read_text(errors="replace")
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(
+            f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+            for log in sorted(self.logs.glob("*.log"))
+        )

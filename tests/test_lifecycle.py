@@ -1,0 +1,205 @@
+"""Starting and stopping, against real processes: the web server answers while its CPU pool
+warms up and a run submitted meanwhile runs; SIGTERM, SIGINT or SIGKILL to the web server, the
+CLI or a `celery worker` ends every process it started; and a run runs once, in the process
+that started it, with that process's configuration."""
+
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import requests
+from django.utils import timezone
+
+from tests.conftest import free_port
+from tests.fakes import FakeLLM
+from tests.processes import wait_until
+from verification.models import Status, Verification, WorkerProcess
+
+TEXT = "The Eiffel Tower is in Paris, France. It was completed in 1889. It is made of steel."
+HELD = "1889"  # the fake model holds the calls about this sentence until the test releases them
+# The issue's bound: every process a stopped process started is gone within this.
+ENDED_WITHIN_S = 10
+
+
+def process_tree(pid: int) -> set[int]:
+    """`pid` and every process below it, from /proc."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (state := _stat(int(entry.name))):
+            parents[int(entry.name)] = int(state[1])
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [child for child, of in parents.items() if of == parent and child not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return tree
+
+
+def running(pids: set[int]) -> set[int]:
+    """Those still running (a zombie has ended; it only waits for its parent to read its status)."""
+    return {pid for pid in pids if (state := _stat(pid)) and state[0] != "Z"}
+
+
+def _stat(pid: int) -> tuple[str, str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    state, ppid = text.rsplit(")", 1)[1].split()[:2]
+    return state, ppid
+
+
+def pool_started(pid: int, processes: int) -> bool:
+    """The CPU pool's processes and multiprocessing's resource tracker are running."""
+    return len(running(process_tree(pid))) >= 2 + processes
+
+
+def assert_all_end(pids: set[int], what: str) -> None:
+    wait_until(lambda: not running(pids), ENDED_WITHIN_S, lambda: f"{what}: still running {running(pids)}")
+
+
+def submit(base: str, text: str = TEXT) -> str:
+    response = requests.post(
+        f"{base}/api/verifications", json={"text": text, "settings": {"retrieval_mode": "sparse"}}, timeout=30
+    )
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def cli(processes, name: str, text_file: Path, **env):
+    return processes.start(name, "manage.py", "verify", "--mode", "sparse", "--file", str(text_file), **env)
+
+
+# --- starting
+
+
+def test_a_run_submitted_while_the_web_server_warms_up_runs_once_and_finishes(world, processes):
+    # A real pool (2 processes, the default model loading in each): the run is submitted at
+    # once, while they still import and load it.
+    server = processes.runserver(free_port(), CPU_PROCESSES="2", RUN_STALLED_AFTER="2", SWEEP_INTERVAL="1")
+    run_id = submit(server)
+
+    wait_until(lambda: Verification.objects.get(pk=run_id).status == Status.DONE, 120, processes.tail)
+    run = Verification.objects.get(pk=run_id)
+    assert run.resumes == 0
+    warm_at = WorkerProcess.objects.get(name=run.owner).warm_at
+    assert warm_at is not None and run.created_at < warm_at  # it was submitted during the warm-up
+    asked = Counter(request["messages"][-1]["content"] for request in world.llm.requests)
+    assert asked and max(asked.values()) == 1  # every LLM call made once
+
+
+# --- stopping
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_stopping_the_web_server_ends_every_process_it_started(world, processes, signum):
+    world.llm.held_words = (HELD,)  # a run in flight: its calls must not hold the stop up
+    server = processes.runserver(free_port(), CPU_PROCESSES="2")
+    web = processes.running[-1]
+    submit(server)
+    wait_until(lambda: world.llm.held >= 1 and pool_started(web.pid, 2), 60, processes.tail)
+    started = process_tree(web.pid)
+
+    os.kill(web.pid, signum)
+
+    assert_all_end(started, f"after {signal.Signals(signum).name} to the web server")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_the_cli_ends_every_process_it_started(world, processes, tmp_path, signum):
+    world.llm.held_words = (HELD,)
+    text = tmp_path / "answer.txt"
+    text.write_text(TEXT)
+    verify = cli(processes, "verify", text, CPU_PROCESSES="2")
+    wait_until(lambda: world.llm.held >= 1 and pool_started(verify.pid, 2), 90, processes.tail)
+    started = process_tree(verify.pid)
+
+    os.kill(verify.pid, signum)
+
+    assert_all_end(started, f"after {signal.Signals(signum).name} to manage.py verify")
+
+
+def test_stopping_a_celery_worker_ends_its_cpu_pool(world, processes, broker):
+    world.llm.held_words = (HELD,)
+    web = processes.gunicorn(free_port(), REDIS_URL=broker)
+    worker = processes.worker(REDIS_URL=broker, CPU_PROCESSES="2")
+    submit(web)
+    wait_until(lambda: world.llm.held >= 1 and pool_started(worker.pid, 2), 90, processes.tail)
+    started = process_tree(worker.pid)
+
+    os.kill(worker.pid, signal.SIGTERM)
+
+    assert_all_end(started, "after SIGTERM to the worker")
+
+
+# --- a run runs once, where it was started
+
+
+def test_the_cli_runs_its_text_once_with_its_own_configuration_beside_a_server(world, processes, tmp_path):
+    # The server, on the same database, has another model server and sweeps eagerly; the CLI's
+    # model answers slower than the run may stay silent. Neither sweeper may take the run over.
+    eager = {"RUN_STALLED_AFTER": "1", "SWEEP_INTERVAL": "1"}
+    other_llm = FakeLLM().start()
+    try:
+        processes.runserver(free_port(), OPENAI_BASE_URL=other_llm.url + "/v1", **eager)
+        world.llm.latency = 2.5
+        text = tmp_path / "answer.txt"
+        text.write_text(TEXT)
+        verify = cli(processes, "verify", text, **eager)
+        assert verify.wait(180) == 0, processes.tail()
+    finally:
+        other_llm.stop()
+
+    run = Verification.objects.get()
+    assert (run.status, run.resumes) == (Status.DONE, 0)
+    assert other_llm.requests == []
+    asked = Counter(request["messages"][-1]["content"] for request in world.llm.requests)
+    assert asked and max(asked.values()) == 1
+    assert run.llm_calls == len(world.llm.requests)
+
+
+def test_a_run_whose_owner_died_is_not_run_with_another_configuration(world, processes, tmp_path):
+    world.llm.held_words = (HELD,)
+    text = tmp_path / "answer.txt"
+    text.write_text(TEXT)
+    verify = cli(processes, "verify", text, CPU_PROCESSES="0")
+    wait_until(lambda: world.llm.held >= 1, 90, processes.tail)
+    processes.kill(verify)
+
+    # Another process, with another Serper key, on the same database.
+    processes.runserver(free_port(), SERPER_API_KEY="another-key", RUN_STALLED_AFTER="1", SWEEP_INTERVAL="1")
+
+    wait_until(lambda: Verification.objects.get().status == Status.FAILED, 60, processes.tail)
+    run = Verification.objects.get()
+    assert "another configuration" in run.error and "SERPER_API_KEY" in run.error
+    assert "OPENAI_API_KEY" not in run.error
+
+
+def test_the_process_beat_names_its_kind(world, processes):
+    processes.runserver(free_port(), CPU_PROCESSES="0")
+    wait_until(lambda: WorkerProcess.objects.exists(), 30, processes.tail)
+    assert WorkerProcess.objects.get().kind == WorkerProcess.Kind.EMBEDDED
+
+
+# --- "starting" on the page while the run's process warms up
+
+
+@pytest.mark.django_db
+def test_a_run_waiting_for_its_process_to_warm_up_is_shown_as_starting(client, configured):
+    now = timezone.now()
+    warming = WorkerProcess.objects.create(
+        name="web:1:a", kind=WorkerProcess.Kind.EMBEDDED, started_at=now, beat_at=now
+    )
+    run = Verification.objects.create(text=TEXT, settings={"model": "fake-model"}, owner=warming.name)
+
+    page = client.get(f"/v/{run.pk}")
+    assert "Starting: the server is loading its passage model" in page.content.decode()
+    assert client.get(f"/api/verifications/{run.pk}").json()["progress"]["starting"] is True
+
+    WorkerProcess.objects.filter(pk=warming.pk).update(warm_at=now)
+    page = client.get(f"/v/{run.pk}")
+    assert "Starting:" not in page.content.decode() and "Verifying…" in page.content.decode()
+    assert client.get(f"/api/verifications/{run.pk}").json()["progress"]["starting"] is False

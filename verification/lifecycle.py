@@ -1,0 +1,66 @@
+"""Stopping: a process that runs verifications (the web server or `manage.py verify` with the
+embedded worker, a `celery worker`) ends everything it started, and itself, soon after SIGTERM
+or SIGINT, whatever its runs are doing.
+
+Left alone, it did not: the CPU pool's processes outlived their parent, and the interpreter's
+exit waited for every worker thread's LLM call and every pool process's page (minutes, for a
+hostile PDF). Work cut short here is not lost: the run's rows say what is unfinished, and once
+this process stops beating another one resumes it (verification.tasks.sweep)."""
+
+import logging
+import os
+import signal
+import threading
+import time
+
+from verification import cpu
+
+logger = logging.getLogger(__name__)
+
+# How long a stopping process may take to end on its own (finishing a task in flight, closing
+# connections) before it is ended outright.
+GRACE_S = 5.0
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+_stopping = threading.Event()
+
+
+def install_stop_handlers() -> None:
+    """On SIGTERM/SIGINT: end the CPU pool at once, then stop as the signal would have stopped
+    the process anyway, and end it outright after GRACE_S. Only over Python's own default
+    handlers (runserver, the CLI): a server that handles these signals itself (gunicorn, a
+    Celery worker; see `stopping`) keeps its own. From the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in STOP_SIGNALS:
+        previous = signal.getsignal(signum)
+        if previous in (signal.SIG_DFL, signal.default_int_handler):
+            signal.signal(signum, _on_stop_signal)
+
+
+def stopping(exit_code: int = 0) -> None:
+    """This process is stopping: end its CPU pool now, and the process itself after GRACE_S if
+    it has not ended by then. Safe to call more than once."""
+    if _stopping.is_set():
+        return
+    _stopping.set()
+    threading.Thread(target=_end_after_grace, args=(exit_code,), name="stop-deadline", daemon=True).start()
+    try:
+        cpu.stop()
+    except Exception:  # ending anyway: the deadline above still holds
+        logger.exception("stopping the CPU pool failed")
+
+
+def _on_stop_signal(signum, frame) -> None:
+    stopping(exit_code=128 + signum)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    # SIGTERM's default: end now, as if no handler had been there.
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _end_after_grace(exit_code: int) -> None:
+    time.sleep(GRACE_S)
+    logger.warning("still running %g s after being asked to stop: ending now", GRACE_S)
+    os._exit(exit_code)
