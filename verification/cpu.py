@@ -18,8 +18,6 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 from verification import cpu_child
-from verification.clients.embeddings import shared_embedder
-from verification.pipeline import extract, passages
 from verification.pipeline.types import FetchedDocument, PageSentences, Passage
 
 T = TypeVar("T")
@@ -69,8 +67,15 @@ def _warm_up(embedding_model: str | None) -> None:
         logger.exception("warming up a CPU process failed")
 
 
-def read_page(document: FetchedDocument, *, pdf_max_pages: int = extract.PDF_MAX_PAGES) -> PageSentences:
-    return passages.split_page(extract.read_document(document, pdf_max_pages=pdf_max_pages))
+# The pipeline's parsing and ranking are imported in the functions that the pool's processes
+# run: the process that only hands work over (the web server) starts without them (seconds).
+
+
+def read_page(document: FetchedDocument, *, pdf_max_pages: int | None = None) -> PageSentences:
+    from verification.pipeline import extract, passages
+
+    pages = extract.PDF_MAX_PAGES if pdf_max_pages is None else pdf_max_pages
+    return passages.split_page(extract.read_document(document, pdf_max_pages=pages))
 
 
 def choose_excerpts(
@@ -78,6 +83,9 @@ def choose_excerpts(
 ) -> list[Passage | None]:
     """Each claim's evidence from one page: its best passages as one excerpt, or None. All the
     claims waiting for a page in one call, so the page is tokenised once."""
+    from verification.clients.embeddings import shared_embedder
+    from verification.pipeline import passages
+
     embedder = shared_embedder(embedding_model) if embedding_model else None
     corpus = passages.Corpus(sentences)
     return [

@@ -64,3 +64,20 @@ def _end_after_grace(exit_code: int) -> None:
     time.sleep(GRACE_S)
     logger.warning("still running %g s after being asked to stop: ending now", GRACE_S)
     os._exit(exit_code)
+
+
+def preload_in_background() -> None:
+    """Import what the first submission needs (the sentence splitter loads nltk, the LLM client
+    openai: ~2 s together) in a thread, after the server is up: the page answers at once, and
+    the first Verify does not wait for the imports either."""
+    threading.Thread(target=_preload, name="preload", daemon=True).start()
+
+
+def _preload() -> None:
+    try:
+        from verification.clients import llm  # noqa: F401
+        from verification.pipeline import segment
+
+        segment.split_sentences("Loaded.")
+    except Exception:  # only a head start: the first submission imports them itself
+        logger.exception("preloading failed")

@@ -5,13 +5,14 @@ connections are reused."""
 import hashlib
 import hmac
 import threading
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
 from verification.clients.embeddings import SentenceEmbedder, shared_embedder
 from verification.clients.fetch import PageFetcher
-from verification.clients.llm import LLMClient, ModelChoice, parse_model_list
+from verification.clients.llm_models import ModelChoice, parse_model_list
 from verification.clients.search import (
     PROVIDER_LABELS,
     BraveSearch,
@@ -22,6 +23,9 @@ from verification.clients.search import (
     WikipediaSearch,
 )
 from verification.pipeline.types import StepError
+
+if TYPE_CHECKING:
+    from verification.clients.llm import LLMClient
 
 _local = threading.local()
 
@@ -34,8 +38,10 @@ def model_names() -> list[str]:
     return [choice.name for choice in model_choices()]
 
 
-def llm_client(model_name: str) -> LLMClient:
+def llm_client(model_name: str) -> "LLMClient":
     """The client for a configured model (run settings are validated against the list)."""
+    from verification.clients.llm import LLMClient  # imports openai: only where a model is asked
+
     choice = next((c for c in model_choices() if c.name == model_name), None)
     if choice is None:
         raise StepError(f"the model {model_name} is not configured any more (LLM_MODELS)")

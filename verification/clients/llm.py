@@ -10,7 +10,6 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -18,6 +17,7 @@ import openai
 from openai.types.chat import ChatCompletion
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_before_delay, wait_random_exponential
 
+from verification.clients.llm_models import ModelChoice, parse_model_list  # noqa: F401 (part of this API)
 from verification.pipeline.types import LLMUsage, MalformedAnswer, StepError
 
 T = TypeVar("T")
@@ -25,23 +25,6 @@ T = TypeVar("T")
 # Servers that answered 400 to `response_format=json_schema`; asked in plain text from then on.
 _NO_STRUCTURED_OUTPUT: set[tuple[str, str]] = set()
 _lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class ModelChoice:
-    name: str
-    base_url: str
-
-
-def parse_model_list(spec: str, default_base_url: str) -> list[ModelChoice]:
-    """`LLM_MODELS`: comma list, first is the default; `name=base_url` gives a model its own
-    server, e.g. `gpt-4o-mini,llama3.1:8b=http://localhost:11434/v1`."""
-    choices = []
-    for entry in spec.split(","):
-        name, _, base_url = entry.strip().partition("=")
-        if name.strip():
-            choices.append(ModelChoice(name.strip(), base_url.strip() or default_base_url))
-    return choices
 
 
 @lru_cache(maxsize=16)

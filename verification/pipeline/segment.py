@@ -9,8 +9,7 @@ after them before Punkt reads it."""
 
 import re
 from collections.abc import Iterator
-
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+from functools import cache
 
 from .types import SegmentedSentence, Span
 
@@ -54,13 +53,15 @@ _WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$", re.ASCII)
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+]|#{1,6})\s*$")
 
 
-def _punkt() -> PunktSentenceTokenizer:
+@cache
+def _punkt():
+    # Imported at first use: importing nltk imports all of it (scipy and scikit-learn too when
+    # they are installed), ~1.5 s that a starting web server should not wait for.
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
     params = PunktParameters()
     params.abbrev_types = set(ABBREVIATIONS)
     return PunktSentenceTokenizer(params)
-
-
-_TOKENIZER = _punkt()
 
 
 def split_sentences(text: str, offset: int = 0) -> list[Span]:
@@ -113,7 +114,7 @@ def _punkt_spans(line: str) -> Iterator[tuple[int, int]]:
     """Punkt runs on each piece between CJK sentence ends: on the whole line it would read
     "美国。U.S." as one word and break after it."""
     for piece_start, piece_end in _split_cjk(line):
-        for start, end in _TOKENIZER.span_tokenize(line[piece_start:piece_end]):
+        for start, end in _punkt().span_tokenize(line[piece_start:piece_end]):
             yield piece_start + start, piece_start + end
 
 
