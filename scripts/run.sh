@@ -3,17 +3,32 @@
 # With REDIS_URL set (environment or .env) it also starts a Celery worker on Redis, with the beat
 # that sends the sweeper (--beat); without it,
 # runs execute on a worker inside the web process, so nothing else needs to be installed.
+# Ctrl-C or SIGTERM stops everything it started (the server ends its own CPU pool).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 if [ -f .env ]; then set -a; . ./.env; set +a; fi
 .venv/bin/python manage.py migrate --no-input
 .venv/bin/python manage.py collectstatic --no-input -v0
+
+started=()
+stop() {
+  [ ${#started[@]} -gt 0 ] || return 0
+  kill -TERM "${started[@]}" 2>/dev/null || true
+  wait "${started[@]}" 2>/dev/null || true
+}
+trap stop EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 if [ -n "${REDIS_URL:-}" ]; then
   .venv/bin/celery -A factsite worker --pool=threads --concurrency="${CELERY_CONCURRENCY:-16}" \
     --without-gossip --without-mingle --without-heartbeat --loglevel=INFO --beat &
-  worker=$!
-  trap 'kill $worker 2>/dev/null' EXIT
+  started+=($!)
 fi
 echo "factsite: http://127.0.0.1:${PORT:-8000}/"
-.venv/bin/python manage.py runserver "127.0.0.1:${PORT:-8000}"
+# --noreload: the reloader's parent process would leave the server running when it is stopped.
+.venv/bin/python manage.py runserver --noreload "127.0.0.1:${PORT:-8000}" &
+started+=($!)
+# Until either ends (a signal ends the wait at once, through the traps above).
+wait -n

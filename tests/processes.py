@@ -35,9 +35,13 @@ class Processes:
         self.running: list[subprocess.Popen] = []
 
     def start(self, name: str, *args: str, **env) -> subprocess.Popen:
+        """This Python with `args`."""
+        return self.start_command(name, [sys.executable, *args], **env)
+
+    def start_command(self, name: str, command: list[str], **env) -> subprocess.Popen:
         log = (self.logs / f"{name}.log").open("ab")
         process = subprocess.Popen(
-            [sys.executable, *args],
+            command,
             cwd=ROOT,
             env={**self.env, **env},
             stdout=log,

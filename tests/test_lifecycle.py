@@ -203,3 +203,21 @@ def test_a_run_waiting_for_its_process_to_warm_up_is_shown_as_starting(client, c
     page = client.get(f"/v/{run.pk}")
     assert "Starting:" not in page.content.decode() and "Verifying…" in page.content.decode()
     assert client.get(f"/api/verifications/{run.pk}").json()["progress"]["starting"] is False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_run_sh_ends_everything_it_started(world, processes, signum):
+    # As a person runs it: Ctrl-C reaches the terminal's whole process group, a supervisor's
+    # SIGTERM only the script.
+    port = free_port()
+    script = processes.start_command("run.sh", ["bash", "scripts/run.sh"], PORT=str(port), CPU_PROCESSES="2")
+    processes.until_serving(port)
+    wait_until(lambda: pool_started(script.pid, 2), 60, processes.tail)
+    started = process_tree(script.pid)
+
+    if signum == signal.SIGINT:
+        os.killpg(script.pid, signum)
+    else:
+        os.kill(script.pid, signum)
+
+    assert_all_end(started, f"after {signal.Signals(signum).name} to scripts/run.sh")
