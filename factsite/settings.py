@@ -117,6 +117,10 @@ CELERY_EMBEDDED_CONCURRENCY = env.int("CELERY_EMBEDDED_CONCURRENCY", default=8)
 # Processes per worker for parsing pages and ranking passages (verification/cpu.py); 0 runs
 # that work in the worker's own threads.
 CPU_PROCESSES = int(env.str("CPU_PROCESSES", default="") or os.cpu_count() or 1)
+# Seconds one page may take to be read, or its passages chosen, in that pool: past it the item
+# fails with the reason ("the PDF took too long to read") and the process goes on (or is
+# replaced). A 1 MB web page takes well under a second; hostile documents take minutes.
+CPU_TIME_LIMIT = env.float("CPU_TIME_LIMIT", default=30.0)
 # No ack emulation on Redis: a message leaves the queue when a worker takes it, and what a dead
 # worker held is resumed from the database by the sweeper below. With emulation, a celery 5.7
 # worker that held unacknowledged messages when the Redis connection dropped exited

@@ -1,10 +1,11 @@
 """Real PDFs for tests, written by pypdf here (no third-party documents in the repository)."""
 
 import io
+import zlib
 from datetime import datetime
 
 from pypdf import PdfWriter
-from pypdf.generic import ContentStream, DictionaryObject, NameObject
+from pypdf.generic import ContentStream, DictionaryObject, NameObject, NumberObject, StreamObject
 
 
 def _escape(line: str) -> str:
@@ -51,6 +52,24 @@ def make_pdf(
     if password is not None:
         # RC4 needs no cryptography package; what the reader meets is the same either way.
         writer.encrypt(user_password=password, owner_password=owner_password, algorithm="RC4-128")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def inflate_page(pdf: bytes, page_index: int, *, megabytes: float) -> bytes:
+    """The PDF with one page's content replaced by a decompression bomb: `megabytes` of text
+    drawing instructions (one character each) that compress to a few KB, as a hostile file
+    would hold."""
+    from pypdf import PdfReader
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf)))
+    drawn = b"(x) Tj 1 0 Td " * int(megabytes * 1_000_000 / 14)
+    stream = StreamObject()
+    stream._data = zlib.compress(b"BT /F1 11 Tf 72 740 Td " + drawn + b"ET", 9)
+    stream[NameObject("/Filter")] = NameObject("/FlateDecode")
+    stream[NameObject("/Length")] = NumberObject(len(stream._data))
+    writer.pages[page_index][NameObject("/Contents")] = writer._add_object(stream)
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()

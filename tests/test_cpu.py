@@ -2,6 +2,9 @@
 process is replaced, and the results are the pipeline's own."""
 
 import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -34,6 +37,51 @@ def _die_once(marker: str) -> int:
         path.write_text("died")
         os._exit(1)
     return os.getpid()
+
+
+def _spin(seconds: float) -> str:
+    """Python code that runs for `seconds` (it can be interrupted at any bytecode)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pass
+    return "done"
+
+
+def _stuck(seconds: float) -> None:
+    """Like code inside C that does not come back: the time limit's signal is not delivered."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    time.sleep(seconds)
+
+
+def _nap(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_a_call_past_its_time_limit_fails_and_its_process_goes_on():
+    pool = cpu._get_pool()
+    started = time.monotonic()
+    with pytest.raises(cpu.TookTooLong) as error:
+        cpu.run(_spin, 60, time_limit=0.5)
+
+    assert str(error.value) == "over 0.5 s"
+    assert time.monotonic() - started < 20  # not the 60 s it would have spun (the pool's start included)
+    assert cpu.run(_spin, 0, time_limit=5) == "done"
+    assert cpu._pool is pool  # stopped by itself: no process was ended
+
+
+def test_a_call_stuck_in_c_past_its_limit_ends_its_pool_and_the_others_calls_go_on(monkeypatch):
+    monkeypatch.setattr(cpu, "HARD_LIMIT_MARGIN_S", 1.0)
+    pool = cpu._get_pool()
+    cpu.run(_nap, 0)  # the pool's processes are up
+    with ThreadPoolExecutor(1) as other:
+        napping = other.submit(cpu.run, _nap, 3)  # another run's call, in the other process
+        with pytest.raises(cpu.TookTooLong):
+            cpu.run(_stuck, 60, time_limit=0.5)
+
+        assert cpu._pool is not pool
+        assert napping.result(timeout=60) != os.getpid()  # tried again on the new pool
+    assert cpu.run(_spin, 0, time_limit=5) == "done"
 
 
 def test_work_runs_in_another_process():

@@ -11,6 +11,7 @@ import logging
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
 from concurrent.futures import ProcessPoolExecutor
@@ -97,20 +98,48 @@ def choose_excerpts(
 # --- in the worker
 
 
-def run(function: Callable[..., T], *args, **kwargs) -> T:
+TookTooLong = cpu_child.TookTooLong
+# How long past its time limit a call may take to stop by itself (code inside C notices the
+# limit only when it comes back) before its pool's processes are ended.
+HARD_LIMIT_MARGIN_S = 5.0
+_POLL_S = 0.25
+
+
+def run(function: Callable[..., T], *args, time_limit: float | None = None, **kwargs) -> T:
     """`function(*args, **kwargs)` in the pool (or here, without one). A pool whose process
     died (killed, out of memory) is replaced and the call tried once more. A call made while
-    the pool warms up waits for it: it is queued behind the warm-up."""
+    the pool warms up waits for it: it is queued behind the warm-up.
+
+    `time_limit`: seconds the call may run (not wait in the queue) before it raises
+    TookTooLong; its process goes on with the next call, or, stuck in C well past the limit, is
+    ended with its pool (calls in flight in it are tried again on a new one). Without a pool
+    there is no limit: only a process's main thread can be interrupted."""
     pool = _get_pool()
     if pool is None:
         return function(*args, **kwargs)
     try:
-        return pool.submit(function, *args, **kwargs).result()
+        return _call(pool, function, args, kwargs, time_limit)
     except BrokenProcessPool:
         logger.warning("a CPU process died; starting a new pool")
         _discard(pool)
-        pool = _get_pool()
+        return _call(_get_pool(), function, args, kwargs, time_limit)
+
+
+def _call(pool: ProcessPoolExecutor, function: Callable[..., T], args, kwargs, time_limit: float | None) -> T:
+    if time_limit is None:
         return pool.submit(function, *args, **kwargs).result()
+    future = pool.submit(cpu_child.call_with_time_limit, time_limit, function, *args, **kwargs)
+    running_since = None
+    while True:
+        try:
+            return future.result(timeout=_POLL_S)
+        except futures.TimeoutError:
+            if future.running() and _warm.is_set():  # handed to a warm process (or next in line for one)
+                running_since = running_since or time.monotonic()
+                if time.monotonic() - running_since > time_limit + HARD_LIMIT_MARGIN_S:
+                    logger.warning("a CPU call ran %g s past its limit; ending its pool", HARD_LIMIT_MARGIN_S)
+                    _end(pool)
+                    raise TookTooLong(time_limit) from None
 
 
 def start(
@@ -119,18 +148,13 @@ def start(
     """Start the pool now, loading the embedding model in every process, so the first run
     does not pay for it. It warms up in the background (the caller goes on serving); `wait`
     returns once it is ready, and `on_warm` is called then."""
-    from django.conf import settings
-
-    pool = _get_pool(warm_embedding_model)
-    if pool is None:
-        warming = threading.Thread(target=_warm_here, args=(warm_embedding_model, on_warm), daemon=True)
-    else:
-        # Submitted together, so that each finds no idle process and one is started for it.
-        started = [pool.submit(_ready) for _ in range(settings.CPU_PROCESSES)]
-        warming = threading.Thread(target=_mark_warm_when_done, args=(started, on_warm), daemon=True)
-    warming.start()
+    if _get_pool(warm_embedding_model) is None:
+        warming = threading.Thread(target=_warm_here, args=(warm_embedding_model,), daemon=True)
+        warming.start()
+    if on_warm is not None:
+        threading.Thread(target=_call_when_warm, args=(on_warm,), daemon=True).start()
     if wait:
-        warming.join()
+        _warm.wait()
 
 
 def is_warm() -> bool:
@@ -138,24 +162,25 @@ def is_warm() -> bool:
     return _warm.is_set()
 
 
-def _warm_here(embedding_model: str | None, on_warm: Callable[[], None] | None) -> None:
+def _warm_here(embedding_model: str | None) -> None:
     if embedding_model:
         _warm_up(embedding_model)
-    _now_warm(on_warm)
-
-
-def _mark_warm_when_done(started: list, on_warm: Callable[[], None] | None) -> None:
-    futures.wait(started)
-    _now_warm(on_warm)
-
-
-def _now_warm(on_warm: Callable[[], None] | None) -> None:
     _warm.set()
-    if on_warm is not None:
-        try:
-            on_warm()
-        except Exception:  # only a report of it failed: the pool is warm all the same
-            logger.exception("reporting the end of the warm-up failed")
+
+
+def _mark_warm_when_done(pool: ProcessPoolExecutor, started: list) -> None:
+    futures.wait(started)
+    with _lock:
+        if _pool is pool:  # not replaced meanwhile (its successor warms up on its own)
+            _warm.set()
+
+
+def _call_when_warm(on_warm: Callable[[], None]) -> None:
+    _warm.wait()
+    try:
+        on_warm()
+    except Exception:  # only a report of it failed: the pool is warm all the same
+        logger.exception("reporting the end of the warm-up failed")
 
 
 def _ready() -> None:
@@ -174,14 +199,18 @@ def stop() -> None:
     finally:
         if locked:
             _lock.release()
-    if pool is None or _pool_pid != os.getpid():
-        return
+    if pool is not None and _pool_pid == os.getpid():
+        _end(pool)
+
+
+def _end(pool: ProcessPoolExecutor) -> None:
+    """Discard the pool and end its processes (a later call starts a new pool)."""
+    _discard(pool)
     # ProcessPoolExecutor can only wait for its processes, not end them: its `_processes` (pid →
     # Process) is private but has been there since Python 3.2.
     processes = list((getattr(pool, "_processes", None) or {}).values())
     for process in processes:
         process.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.join(STOP_WAIT_S)
         if process.is_alive():
@@ -207,6 +236,12 @@ def _get_pool(embedding_model: str | None = None) -> ProcessPoolExecutor | None:
                 initargs=(embedding_model, os.getpid()),
             )
             _pool_pid = os.getpid()
+            # Every process started now, each with a call to run once it has loaded what it
+            # needs: the pool is warm when all have run (and a call's time limit counts only
+            # from then, not while its process still imports).
+            _warm.clear()
+            started = [_pool.submit(_ready) for _ in range(settings.CPU_PROCESSES)]
+            threading.Thread(target=_mark_warm_when_done, args=(_pool, started), daemon=True).start()
         return _pool
 
 

@@ -9,12 +9,44 @@ holds before the parser and the model are imported (those take seconds of CPU).
 
 import contextlib
 import os
+import signal
 import threading
 import time
 
 # Added to the parent's niceness (0-19 on Linux; higher yields the CPU to others).
 NICENESS = 5
 PARENT_CHECK_S = 0.5
+
+
+class TookTooLong(BaseException):  # noqa: N818 (what happened, as the item will say it)
+    """A call ran past its time limit (see `call_with_time_limit`). Not an Exception, like
+    KeyboardInterrupt: parsers catch every Exception of theirs (pypdf, trafilatura), and would
+    turn it into "could not be read" or go on with the next page."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)  # args are what a pickled exception is rebuilt from
+        self.seconds = seconds
+
+    def __str__(self) -> str:
+        return f"over {self.seconds:g} s"
+
+
+def call_with_time_limit(seconds: float, function, /, *args, **kwargs):
+    """`function(*args, **kwargs)`, stopped with TookTooLong once it has run for `seconds`: a
+    hostile document (a PDF that inflates to gigabytes of drawing, a page built to make a parser
+    backtrack) fails alone, and this process goes on with the next call. Python code stops at
+    once; code that is inside C at that moment stops when it comes back (the pool's owner ends
+    the process if that takes too long: see verification.cpu)."""
+
+    def time_is_up(signum, frame):
+        raise TookTooLong(seconds)
+
+    signal.signal(signal.SIGALRM, time_is_up)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return function(*args, **kwargs)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def init(embedding_model: str | None, parent_pid: int) -> None:

@@ -38,6 +38,7 @@ from verification.models import (
     Verification,
 )
 from verification.pipeline import categorize, decompose, domains, duplicates, judge, search, segment
+from verification.pipeline.pdf import is_pdf
 from verification.pipeline.types import (
     EvidenceToJudge,
     FetchedDocument,
@@ -491,7 +492,13 @@ def _page_sentences(source: Source) -> PageSentences:
     read from its upload, and parsed (in the CPU pool)."""
 
     def read() -> PageSentences:
-        return cpu.run(cpu.read_page, _document(source), pdf_max_pages=settings.PDF_MAX_PAGES)
+        document = _document(source)
+        try:
+            return cpu.run(
+                cpu.read_page, document, pdf_max_pages=settings.PDF_MAX_PAGES, time_limit=settings.CPU_TIME_LIMIT
+            )
+        except cpu.TookTooLong as error:
+            raise StepError(f"the {'PDF' if is_pdf(document) else 'page'} took too long to read ({error})") from None
 
     return remember(cache_key("page-sentences", source.url), read)
 
@@ -539,10 +546,16 @@ def _read_results(source: Source, results: list[SearchResult], page: PageSentenc
         except StepError as error:  # no longer in the cache, and the page is gone now
             services.source_fail(source.pk, reason=str(error), was_read=True)
             source.status = Status.FAILED
+    if source.status == Status.DONE:
+        try:
+            chosen = _choose(results, page, source.verification.settings)
+        except StepError as error:
+            services.source_fail(source.pk, reason=str(error), was_read=True)
+            source.status = Status.FAILED
     if source.status == Status.FAILED:
         reads = [(result, None) for result in results]
     else:
-        reads = list(zip(results, _choose(results, page, source.verification.settings), strict=True))
+        reads = list(zip(results, chosen, strict=True))
     for claim_id in services.results_read(reads):
         _maybe_judge(claim_id)
 
@@ -551,14 +564,18 @@ def _choose(results: list[SearchResult], page: PageSentences, run_settings: dict
     """Each result's evidence from its page: the best passages as one excerpt (one page, one
     item), or nothing when no sentence matched the claim."""
     claims = Claim.objects.in_bulk([r.claim_id for r in results])
-    excerpts = cpu.run(
-        cpu.choose_excerpts,
-        [claims[r.claim_id].text for r in results],
-        page.sentences,
-        top_k=run_settings["top_k_passages"],
-        context=run_settings["context_size"],
-        embedding_model=settings.EMBEDDING_MODEL if run_settings["retrieval_mode"] == "dense" else None,
-    )
+    try:
+        excerpts = cpu.run(
+            cpu.choose_excerpts,
+            [claims[r.claim_id].text for r in results],
+            page.sentences,
+            top_k=run_settings["top_k_passages"],
+            context=run_settings["context_size"],
+            embedding_model=settings.EMBEDDING_MODEL if run_settings["retrieval_mode"] == "dense" else None,
+            time_limit=settings.CPU_TIME_LIMIT,
+        )
+    except cpu.TookTooLong as error:
+        raise StepError(f"choosing passages from the page took too long ({error})") from None
     return [[excerpt] if excerpt else [] for excerpt in excerpts]
 
 

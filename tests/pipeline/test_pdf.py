@@ -2,7 +2,8 @@ from datetime import date, datetime
 
 import pytest
 
-from tests.pdfs import make_pdf
+from tests.pdfs import inflate_page, make_pdf
+from verification.pipeline import pdf
 from verification.pipeline.extract import read_document
 from verification.pipeline.pdf import paragraphs
 from verification.pipeline.types import FetchedDocument, StepError
@@ -78,6 +79,42 @@ def test_a_pdf_without_text_says_it_may_be_scanned():
         read_document(pdf_document(make_pdf([[], []])))
 
     assert str(error.value) == "the PDF has no text (a scanned document?)"
+
+
+def test_a_page_that_inflates_to_megabytes_of_drawing_is_skipped_and_the_others_read():
+    # A few KB on disk, 5 MB of drawing instructions once decompressed: minutes of CPU to read.
+    bomb = inflate_page(make_pdf([PAPER, ["Second page: it is read."]]), 0, megabytes=5)
+    assert len(bomb) < 50_000
+
+    page = read_document(pdf_document(bomb))
+
+    assert page.text == "Second page: it is read."
+
+
+def test_a_pdf_whose_pages_all_inflate_past_the_limit_says_so():
+    bomb = make_pdf([["one"], ["two"]])
+    for index in (0, 1):
+        bomb = inflate_page(bomb, index, megabytes=3)
+
+    with pytest.raises(StepError) as error:
+        read_document(pdf_document(bomb))
+
+    assert str(error.value).startswith("the PDF's pages are too large to read (2 of them")
+
+
+def test_pages_that_would_take_the_document_past_its_limit_are_not_read(monkeypatch):
+    # Smaller limits, so that the pages read cost a fraction of a second.
+    monkeypatch.setattr(pdf, "MAX_PAGE_CONTENT_BYTES", 300_000)
+    monkeypatch.setattr(pdf, "MAX_DOCUMENT_CONTENT_BYTES", 700_000)
+    document = make_pdf([["first"], ["second"], ["third"], ["fourth: small, within the limit"]])
+    for index in range(3):
+        document = inflate_page(document, index, megabytes=0.25)
+
+    page = read_document(pdf_document(document))
+
+    drawn = 250_000 // 14  # characters drawn by each inflated page
+    assert page.text.count("x") == 2 * drawn  # the first two pages: 0.5 MB; the third would make 0.75
+    assert page.text.endswith("fourth: small, within the limit")
 
 
 def test_a_pdf_locked_by_a_password_says_so():

@@ -10,6 +10,9 @@ from pypdf import PdfReader
 
 from .types import FetchedDocument, Page, StepError
 
+# Decompressed drawing instructions read per page and per document (see _printed_pages).
+MAX_PAGE_CONTENT_BYTES = 2_000_000
+MAX_DOCUMENT_CONTENT_BYTES = 8_000_000
 # The PDF header may follow a little junk (the specification allows it in the first 1024 bytes).
 _HEADER_WITHIN = 1024
 _SENTENCE_END = re.compile(r"[.!?:;…)\]\"'”’]$")
@@ -28,11 +31,17 @@ def read_pdf(document: FetchedDocument, *, max_pages: int) -> Page:
     """The first `max_pages` pages (like a long web page's first bytes: the gist comes early)."""
     reader = _open(document.body)
     try:
-        printed = [page.extract_text() or "" for page in reader.pages[:max_pages]]
+        printed, oversized = _printed_pages(reader, max_pages)
     except Exception as error:  # pypdf raises many kinds of errors on damaged streams
         raise StepError(f"the PDF could not be read ({_describe(error)})") from error
     text = "\n".join(paragraph for page in printed for paragraph in paragraphs(page))
     if not any(character.isalnum() for character in text):
+        if oversized:
+            raise StepError(
+                f"the PDF's pages are too large to read ({oversized} of them hold over "
+                f"{MAX_PAGE_CONTENT_BYTES // 1_000_000} MB of drawing instructions each, or the document over "
+                f"{MAX_DOCUMENT_CONTENT_BYTES // 1_000_000} MB in all)"
+            )
         raise StepError("the PDF has no text (a scanned document?)")
     return Page(
         url=document.url,
@@ -41,6 +50,28 @@ def read_pdf(document: FetchedDocument, *, max_pages: int) -> Page:
         text=text,
         published=_created(reader),
     )
+
+
+def _printed_pages(reader: PdfReader, max_pages: int) -> tuple[list[str], int]:
+    """The text of each page read, and how many pages were too large to read. A page's text
+    costs about 2 s of CPU per MB of its drawing instructions (its decompressed content stream),
+    and a small file can inflate to hundreds of MB of them: pages over MAX_PAGE_CONTENT_BYTES
+    are skipped (text pages hold far less; a huge one is a drawing, or a trap), and so are the
+    pages that would take the document over MAX_DOCUMENT_CONTENT_BYTES."""
+    printed, oversized, total = [], 0, 0
+    for page in reader.pages[:max_pages]:
+        size = _content_bytes(page)
+        if size > MAX_PAGE_CONTENT_BYTES or total + size > MAX_DOCUMENT_CONTENT_BYTES:
+            oversized += 1
+            continue
+        total += size
+        printed.append(page.extract_text() or "")
+    return printed, oversized
+
+
+def _content_bytes(page) -> int:
+    contents = page.get_contents()  # decompressed once here (milliseconds); pypdf caps each stream
+    return len(contents.get_data()) if contents is not None else 0
 
 
 def _open(body: bytes) -> PdfReader:
