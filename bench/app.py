@@ -3,6 +3,7 @@ their command lines are written), restarted for every cold measurement, and the 
 client (bench/measure.py, a Django process like the web process) that submits the runs."""
 
 import json
+import re
 import select
 import shlex
 import sys
@@ -10,9 +11,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.services import Service, Services, group_cpu_seconds, say, wait_for
+from bench.services import Service, Services, group_cpu_seconds, say
 
 ROOT = Path(__file__).resolve().parent.parent
+# Celery's log line for a worker that takes tasks: "[2025-01-31 12:00:00,123: INFO/MainProcess] bench0@host ready."
+_READY = re.compile(r"^\[(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(?P<ms>\d{3}): [^\]]*\] \S+ ready\.$", re.MULTILINE)
 
 
 @dataclass
@@ -51,23 +54,38 @@ class App:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.started: list[tuple[AppProcess, Service]] = []
         self.generation = 0
-        self.ready_s = 0.0
+        self.started_at = 0.0
 
     def restart(self) -> None:
-        """Fresh processes, back once every worker logs that it is ready for tasks."""
+        """Fresh processes, started and not waited for: a cold measurement submits its runs at
+        once, as a user may right after a deployment, so their start-up is in its time."""
         self.stop()
         self.generation += 1
-        started = time.monotonic()
+        self.started_at = time.time()
         for process in app_processes(self.args, self.log_dir, f"{self.tag}-{self.generation}"):
             service = self.services.start(process.name, process.command, env=self.env, cwd=ROOT, log=process.log)
             self.started.append((process, service))
+        say("the app's processes are started")
+
+    def ready_s(self) -> float | None:
+        """Seconds from their start until the last worker logged that it is ready for tasks
+        (read after the fact from the Celery logs); None if one has not yet."""
+        ready = []
+        for log in self.task_logs:
+            text = log.read_text(errors="replace") if log.exists() else ""
+            match = _READY.search(text)
+            if not match:
+                return None
+            at = time.mktime(time.strptime(match["at"], "%Y-%m-%d %H:%M:%S")) + int(match["ms"]) / 1000
+            ready.append(at - self.started_at)
+        return round(max(ready), 1) if ready else None
+
+    def check(self) -> None:
+        """Raise if one of the app's processes has exited (with the end of its log)."""
         for process, service in self.started:
-            if process.task_log:
-                log = process.task_log
-                ready = lambda log=log: log.exists() and " ready." in log.read_text()  # noqa: E731
-                wait_for(ready, f"{process.name} ready", 180, service)
-        self.ready_s = round(time.monotonic() - started, 1)
-        say(f"the app's processes are ready after {self.ready_s} s")
+            if service.process.poll() is not None:
+                tail = process.log.read_text(errors="replace")[-2000:] if process.log.exists() else ""
+                raise RuntimeError(f"{process.name} exited (status {service.process.returncode})\n{tail}")
 
     def stop(self) -> None:
         self.services.stop(*(service for _, service in self.started))

@@ -33,24 +33,30 @@ def submit(text: str, mode: str):
 
 def measure_runs(texts: list[str], mode: str, timeout: float) -> list[dict]:
     """Submit every text at once; each run's wall time is from its submission until this
-    process sees it finished (polled every 20 ms)."""
-    from verification.models import FINISHED, Verification
+    process sees it finished, and its first coloured sentence when this process first sees a
+    judged evidence item of it (a sentence has a score as soon as one of its evidence items
+    has a verdict: verification/scoring.py). Both polled every 20 ms."""
+    from verification.models import FINISHED, Evidence, Verification
 
     submitted = {}
     for text in texts:
         started = time.time()
         submitted[submit(text, mode).pk] = started
     finished: dict = {}
+    coloured: dict = {}
     deadline = time.monotonic() + timeout
     while len(finished) < len(submitted) and time.monotonic() < deadline:
         now = time.time()
+        if uncoloured := submitted.keys() - coloured.keys():
+            judged = Evidence.objects.filter(claim__sentence__verification__in=uncoloured).exclude(verdict="")
+            coloured |= dict.fromkeys(judged.values_list("claim__sentence__verification", flat=True).distinct(), now)
         done = Verification.objects.filter(pk__in=submitted.keys() - finished.keys(), status__in=FINISHED)
         finished |= dict.fromkeys(done.values_list("pk", flat=True), now)
         time.sleep(POLL_S)
-    return [describe_run(pk, submitted[pk], finished.get(pk)) for pk in submitted]
+    return [describe_run(pk, submitted[pk], finished.get(pk), coloured.get(pk)) for pk in submitted]
 
 
-def describe_run(pk, submitted: float, finished: float | None) -> dict:
+def describe_run(pk, submitted: float, finished: float | None, coloured: float | None = None) -> dict:
     from verification.models import Claim, Evidence, Source, Status, Verification
 
     run = Verification.objects.get(pk=pk)
@@ -64,6 +70,7 @@ def describe_run(pk, submitted: float, finished: float | None) -> dict:
         "submitted_at": round(submitted, 3),
         "finished_at": round(finished, 3) if finished else None,
         "wall_s": round(finished - submitted, 3) if finished else None,
+        "first_coloured_s": round(coloured - submitted, 3) if coloured else None,
         "sentences": sentences,
         "claims": Claim.objects.filter(sentence__verification=run).count(),
         "evidence": evidence,
@@ -80,7 +87,26 @@ def describe_run(pk, submitted: float, finished: float | None) -> dict:
         # FACTS&EVIDENCE: one call per sentence to decompose, one per (claim, evidence) to judge,
         # one per source to categorize.
         "paper_llm_calls": sentences + evidence + sources.count(),
+        "claim_texts": claim_texts(run),
     }
+
+
+def claim_texts(run) -> list[dict]:
+    """What bench/calls.py matches a claim's calls by: its sentence, its text, its query and
+    the URLs of its pages (as asked for, and where they led)."""
+    from verification.models import Claim
+
+    claims = Claim.objects.filter(sentence__verification=run).select_related("sentence")
+    claims = claims.prefetch_related("search_results__source")
+    return [
+        {
+            "sentence": claim.sentence.text,
+            "claim": claim.text,
+            "query": claim.query,
+            "urls": sorted({u for r in claim.search_results.all() for u in (r.source.url, r.source.final_url) if u}),
+        }
+        for claim in claims
+    ]
 
 
 def clear_caches() -> None:

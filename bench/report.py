@@ -11,6 +11,8 @@ GOAL_WARM = 1.5
 GOAL_COLD = 2.0
 GOAL_POSTGRES = 1.10
 GOAL_FAULTS = 2.0
+GOAL_FIRST_COLOURED = 2.0  # × the first claim's critical path
+GOAL_TOKENS = 0.5  # × the baseline's tokens per answer
 STEPS = {
     "verification_start": "start",
     "sentence_decompose": "decompose",
@@ -66,11 +68,13 @@ def task_times(logs: list[Path], start: float, end: float) -> dict:
     return {"steps": steps, "retries": retries, "failures": failures}
 
 
-def goals(rows: list[dict], concurrent: int, faults: list[dict] = ()) -> list[dict]:
-    """Pass/fail of each goal as issue 8 sets it: on realistic pages (on small ones when only
-    they were measured), the ratio goals for a run alone, all runs finishing for the concurrent
+def goals(rows: list[dict], concurrent: int, faults: list[dict] = (), baseline: list[dict] | None = None) -> list[dict]:
+    """Pass/fail of each goal as issues 8 and 15 set them: on realistic pages (on small ones
+    when only they were measured), the ratio goals for a run alone and its first coloured
+    sentence within 2× its first claim's critical path, all runs finishing for the concurrent
     ones (their ratio is shown, but 20 runs' CPU on 2 cores cannot fit in one run's critical
-    path), PostgreSQL within 10% of SQLite, and faults within 2× the fault-free time."""
+    path), PostgreSQL within 10% of SQLite, faults within 2× the fault-free time, and, against
+    a baseline, tokens per answer at most half of its."""
     result = []
     rows = [r for r in rows if r["pages"] == graded_pages(rows)]
     for state, limit in (("warm", GOAL_WARM), ("cold", GOAL_COLD)):
@@ -87,6 +91,21 @@ def goals(rows: list[dict], concurrent: int, faults: list[dict] = ()) -> list[di
                     "detail": f"worst {worst['ratio']:.2f} ({_where(worst)}); {len(over)} of {len(scope)} over",
                 }
             )
+    for state in ("warm", "cold"):
+        scope = [r for r in rows if r["state"] == state and r["runs"] == 1 and r.get("first_claim_path_s")]
+        if not scope:
+            continue
+        late = [r for r in scope if not _first_in_time(r)]
+        worst = max(scope, key=lambda r: (r["first_coloured_s"] or float("inf")) / r["first_claim_path_s"])
+        result.append(
+            {
+                "goal": f"{state}: first coloured sentence ≤ {GOAL_FIRST_COLOURED:g}× the first claim's critical "
+                "path (1 run)",
+                "pass": not late,
+                "detail": f"worst {_seconds(worst['first_coloured_s'])} against {worst['first_claim_path_s']:.2f} s "
+                f"({_where(worst)}); {len(late)} of {len(scope)} over",
+            }
+        )
     scope = [r for r in rows if r["runs"] == concurrent and concurrent > 1]
     if scope:
         short = [r for r in scope if not r["all_done"]]
@@ -124,7 +143,81 @@ def goals(rows: list[dict], concurrent: int, faults: list[dict] = ()) -> list[di
                 f"{_seconds(clean and clean['wall_s'])} without faults" + (f" ({slower:.2f}×)" if slower else ""),
             }
         )
+    compared = [c for c in baseline or [] if c["pages"] == graded_pages(rows) and c["tokens_ratio"] is not None]
+    if compared:
+        worst = max(compared, key=lambda c: c["tokens_ratio"])
+        result.append(
+            {
+                "goal": f"tokens per answer ≤ {GOAL_TOKENS:.0%} of the baseline's",
+                "pass": all(c["tokens_ratio"] <= GOAL_TOKENS for c in compared),
+                "detail": f"worst {worst['tokens_ratio']:.2f}× ({_where(worst)}); calls {worst['calls_ratio']:.2f}×",
+            }
+        )
     return result
+
+
+def _first_in_time(row: dict) -> bool:
+    first = row.get("first_coloured_s")
+    return first is not None and first <= GOAL_FIRST_COLOURED * row["first_claim_path_s"]
+
+
+def _per_answer(row: dict) -> dict:
+    """Calls and tokens per answer by kind; for results from before the calls were recorded,
+    the runs' own totals (all kinds together)."""
+    if "llm_per_answer" in row:
+        return row["llm_per_answer"]
+    runs = max(1, row["runs"])
+    return {
+        "all": {
+            "calls": row["llm_calls"] / runs,
+            "prompt_tokens": row["prompt_tokens"] / runs,
+            "completion_tokens": row["completion_tokens"] / runs,
+        }
+    }
+
+
+def _tokens(usage: dict) -> float:
+    return usage["prompt_tokens"] + usage["completion_tokens"]
+
+
+def compare(rows: list[dict], baseline: dict) -> list[dict]:
+    """Each row's tokens and LLM calls per answer against the baseline's row of the same
+    database, pages, workers and runs: the ratios, in all and by kind."""
+    theirs = {(r["db"], *_key(r)): r for r in baseline.get("rows", [])}
+    result = []
+    for row in rows:
+        before = theirs.get((row["db"], *_key(row)))
+        if not before:
+            continue
+        now, then = _per_answer(row), _per_answer(before)
+        kinds = {}
+        for kind in sorted(now.keys() & then.keys()):
+            kinds[kind] = {
+                "tokens": round(_tokens(now[kind]), 1),
+                "baseline_tokens": round(_tokens(then[kind]), 1),
+                "tokens_ratio": _ratio(_tokens(now[kind]), _tokens(then[kind])),
+                "calls": now[kind]["calls"],
+                "baseline_calls": then[kind]["calls"],
+                "calls_ratio": _ratio(now[kind]["calls"], then[kind]["calls"]),
+            }
+        every = kinds.get("all", {})
+        result.append(
+            {
+                "db": row["db"],
+                "pages": row["pages"],
+                "state": row["state"],
+                "runs": row["runs"],
+                "tokens_ratio": every.get("tokens_ratio"),
+                "calls_ratio": every.get("calls_ratio"),
+                "kinds": kinds,
+                "baseline_commit": baseline.get("environment", {}).get("commit"),
+            }
+        )
+    return result
+
+
+def _ratio(now: float, then: float) -> float | None:
+    return round(now / then, 2) if then else None
 
 
 def graded_pages(rows: list[dict]) -> str:
@@ -138,7 +231,23 @@ def _row_goal(row: dict, graded: str) -> str:
     if row["runs"] > 1:
         return "✓" if row["all_finished"] else "✗"
     limit = GOAL_WARM if row["state"] == "warm" else GOAL_COLD
-    return "✓" if row["all_done"] and row["ratio"] is not None and row["ratio"] <= limit else "✗"
+    in_time = row["all_done"] and row["ratio"] is not None and row["ratio"] <= limit
+    return "✓" if in_time and (not row.get("first_claim_path_s") or _first_in_time(row)) else "✗"
+
+
+def _number(value) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _llm_timing(settings: dict) -> str:
+    text = f"LLM {settings['llm_first_token']} s to the first token"
+    if settings.get("llm_prompt_tokens_per_s"):
+        text += f" plus the prompt at {settings['llm_prompt_tokens_per_s']:g} tokens/s"
+    if settings.get("llm_tokens_per_s"):
+        text += f", then {settings['llm_tokens_per_s']:g} tokens/s"
+    if settings.get("llm_latency"):
+        text += f", plus {settings['llm_latency']} s a call"
+    return text
 
 
 def _seconds(value) -> str:
@@ -184,7 +293,7 @@ def markdown(results: dict) -> str:
         f"the start, and other processes on the machine used {_others(results)} CPU seconds while it measured. "
         f"{len(results['worker_commands'])} app process(es): "
         + "; ".join(f"`{c}`" for c in results["worker_commands"])
-        + f". Retrieval mode {s['mode']}; simulated latencies: LLM {s['llm_latency']} s, search "
+        + f". Retrieval mode {s['mode']}; simulated services: {_llm_timing(s)}; search "
         f"{s['search_latency']} s, page {s['page_latency']} s.",
         "",
         "Pages served by the simulated web sites:",
@@ -199,18 +308,25 @@ def markdown(results: dict) -> str:
         )
     lines += [
         "",
-        f"Critical-path bound: decompose + search + fetch + judge = 2 × LLM + search + page = "
-        f"{results['bound_s']:.2f} s, what a run takes if each step costs exactly its simulated latency and "
-        "nothing waits (it ignores CPU and how many tasks run at once, so it is the same for 1 run and for "
-        f"{s['runs']} at once). Ratio = wall ÷ bound. The goal column grades the rows issue 8 sets goals for "
-        "(realistic pages): a run alone against the ratio goals (warm ≤ 1.5, cold ≤ 2.0), runs at once on "
-        "finishing at all; small pages are for comparison. Cold: fresh worker processes, the first submission after "
-        "they log `ready` (how long that took from their start is shown; it is not in the wall time); warm: the "
-        "same workers, right after. Caches are emptied before every measurement.",
+        "Critical path: for each claim, the chain of calls it waited on — the decompose call that produced it, "
+        "the search for its query, the slowest fetch of its pages, the slowest judge call about it — priced at "
+        "the seconds those calls took in the simulated services (matched by their text: prompt, query, URL). A "
+        "run's critical path is its longest chain (nothing could finish it sooner, with no CPU and nothing "
+        "waiting; for runs at once, the longest of any); ratio = wall ÷ critical path. First coloured: "
+        "seconds from submission until a judged evidence item of the run is in the database (polled every "
+        "20 ms; a sentence has a score from its first judged item), against the first claim's path, the "
+        "shortest chain up to its first judge call (medians over the runs when several). The goal column "
+        "grades the rows the issues set goals for (realistic pages): a run alone against the ratio goals "
+        "(warm ≤ 1.5, cold ≤ 2.0) and first coloured ≤ 2× the first claim's path, runs at once on finishing "
+        "at all; small pages are for comparison. Cold: fresh worker processes, the runs submitted as soon as "
+        "they are started, so their start-up is in the wall time (when the last worker logged `ready` is "
+        "shown); warm: the same workers, right after. Caches are emptied before every measurement. CPU s per "
+        "run: the workers', Redis's and the database server's, ÷ runs.",
         "",
-        "| database | pages | workers | runs | wall s (median run) | bound s | ratio | finished | LLM calls | "
-        "evidence | pages failed | workers ready after s | goal |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | :---: |",
+        "| database | pages | workers | runs | wall s (median run) | critical path s | ratio | first coloured s "
+        "(first claim's path s) | finished | CPU s per run | LLM calls | evidence | pages failed | "
+        "workers ready after s | goal |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | :---: |",
     ]
     graded = graded_pages(results["rows"])
     for r in results["rows"]:
@@ -219,11 +335,46 @@ def markdown(results: dict) -> str:
             wall += f" ({r['run_wall_p50_s']:.2f})"
         ratio = "–" if r["ratio"] is None else f"{r['ratio']:.2f}"
         mark = _row_goal(r, graded)
+        first = f"{_number(r['first_coloured_s'])} ({_number(r['first_claim_path_s'])})"
         lines.append(
-            f"| {r['db']} | {r['pages']} | {r['state']} | {r['runs']} | {wall} | {r['bound_s']:.2f} | {ratio} | "
-            f"{r['finished']} | {r['llm_calls']} | {r['evidence']} | {r['sources_failed']} | "
-            f"{'–' if r.get('workers_ready_s') is None else r['workers_ready_s']} | {mark} |"
+            f"| {r['db']} | {r['pages']} | {r['state']} | {r['runs']} | {wall} | {_number(r['bound_s'])} | {ratio} | "
+            f"{first} | {r['finished']} | {r['cpu_per_run_s']:.1f} | {r['llm_calls']} | {r['evidence']} | "
+            f"{r['sources_failed']} | {'–' if r.get('workers_ready_s') is None else r['workers_ready_s']} | {mark} |"
         )
+    lines += [
+        "",
+        "LLM calls and tokens per answer (a submitted text), by kind, as the simulated LLM counted them "
+        "(a token is 4 characters; failed attempts count as calls); the critical path's steps (seconds) of "
+        "the row's longest chain:",
+        "",
+        "| database | pages | workers | runs | kind | calls | prompt tokens | completion tokens | "
+        "critical path: decompose / search / page / judge s |",
+        "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in results["rows"]:
+        steps = r.get("path_steps_s") or {}
+        shown = " / ".join(f"{steps[k]:.2f}" for k in ("decompose", "search", "page", "judge")) if steps else "–"
+        for kind, usage in sorted(r["llm_per_answer"].items(), key=lambda item: item[0] == "all"):
+            lines.append(
+                f"| {r['db']} | {r['pages']} | {r['state']} | {r['runs']} | {kind} | {usage['calls']:g} | "
+                f"{usage['prompt_tokens']:g} | {usage['completion_tokens']:g} | {shown if kind == 'all' else ''} |"
+            )
+    if results.get("baseline"):
+        lines += [
+            "",
+            f"Against the baseline (commit {results['baseline'][0]['baseline_commit']}): tokens (prompt + "
+            "completion) and LLM calls per answer, now ÷ then:",
+            "",
+            "| database | pages | workers | runs | kind | tokens now / then | ratio | calls now / then | ratio |",
+            "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: |",
+        ]
+        for c in results["baseline"]:
+            for kind, k in sorted(c["kinds"].items(), key=lambda item: item[0] == "all"):
+                lines.append(
+                    f"| {c['db']} | {c['pages']} | {c['state']} | {c['runs']} | {kind} | {k['tokens']:g} / "
+                    f"{k['baseline_tokens']:g} | {_number(k['tokens_ratio'])} | {k['calls']:g} / "
+                    f"{k['baseline_calls']:g} | {_number(k['calls_ratio'])} |"
+                )
     if results.get("faults"):
         lines += [
             "",

@@ -31,6 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench import report  # noqa: E402
 from bench.app import App, Measurer, app_processes  # noqa: E402
+from bench.calls import CallLog, critical_path, median, usage_by_kind  # noqa: E402
+from bench.chat import chatbot_answers  # noqa: E402
 from bench.pages import build_realistic_sites, describe  # noqa: E402
 from bench.prose import topic_of  # noqa: E402
 from bench.services import (  # noqa: E402
@@ -43,7 +45,7 @@ from bench.services import (  # noqa: E402
     start_postgres,
     start_redis,
 )
-from bench.web import build_sites, generated_texts  # noqa: E402
+from bench.web import build_sites  # noqa: E402
 from tests.fakes import FakeLLM, FakeSerper  # noqa: E402
 from verification.pipeline.segment import segment  # noqa: E402
 
@@ -53,7 +55,24 @@ RESULTS = ROOT / "bench" / "results"
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--llm-latency", type=float, default=1.0, help="seconds per LLM call (default 1.0)")
+    parser.add_argument(
+        "--llm-first-token", type=float, default=0.3, help="seconds before an LLM answer's first token (default 0.3)"
+    )
+    parser.add_argument(
+        "--llm-tokens-per-s",
+        type=float,
+        default=80,
+        help="completion tokens the LLM writes per second (default 80; 0: instant)",
+    )
+    parser.add_argument(
+        "--llm-prompt-tokens-per-s",
+        type=float,
+        default=5000,
+        help="prompt tokens the LLM reads per second before its first token (default 5000; 0: instant)",
+    )
+    parser.add_argument(
+        "--llm-latency", type=float, default=0.0, help="seconds every LLM call takes on top of those (default 0)"
+    )
     parser.add_argument("--search-latency", type=float, default=0.5, help="seconds per search (default 0.5)")
     parser.add_argument("--page-latency", type=float, default=0.5, help="seconds per page (default 0.5)")
     parser.add_argument("--workers", type=int, default=2, help="`celery worker` processes (default 2)")
@@ -91,14 +110,21 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--logs", help="keep the app processes' logs (Celery's task log included) in this directory")
     parser.add_argument("--json", dest="json_out", help="write the results here (default bench/results/latest.json)")
     parser.add_argument(
+        "--baseline",
+        metavar="JSON",
+        help="an earlier run's results (e.g. bench/results/baseline.json): compare tokens and LLM calls per answer",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
-        help="check that it works, fast: latencies 0.05/0.02/0.02 s, 2 runs at once, sparse, 5 recomputes, "
-        "a 120 s timeout; small pages and SQLite unless --pages or --databases say otherwise",
+        help="check that it works, fast: an LLM of 0.02 s to the first token and 4,000 tokens a second, search "
+        "and pages 0.02 s, 2 runs at once, sparse, 5 recomputes, a 120 s timeout; small pages and SQLite "
+        "unless --pages or --databases say otherwise",
     )
     args = parser.parse_args(argv)
     if args.quick:
-        args.llm_latency, args.search_latency, args.page_latency = 0.05, 0.02, 0.02
+        args.llm_first_token, args.llm_tokens_per_s, args.llm_prompt_tokens_per_s = 0.02, 4000, 0
+        args.llm_latency, args.search_latency, args.page_latency = 0.0, 0.02, 0.02
         args.runs, args.mode, args.recompute_requests, args.timeout = 2, "sparse", 5, 120
         args.databases = "sqlite" if args.databases == parser.get_default("databases") else args.databases
         args.pages = "small" if args.pages == parser.get_default("pages") else args.pages
@@ -117,6 +143,9 @@ def main() -> None:
     except KeyboardInterrupt:
         say("interrupted: every process it started is stopped")
         sys.exit(130)
+    if args.baseline:
+        results["baseline"] = report.compare(results["rows"], json.loads(Path(args.baseline).read_text()))
+    results["goals"] = report.goals(results["rows"], args.runs, results["faults"], results.get("baseline"))
     text = report.markdown(results)
     print(text)
     out = Path(args.json_out) if args.json_out else RESULTS / "latest.json"
@@ -129,10 +158,18 @@ def main() -> None:
 def benchmark(args, services: Services) -> dict:
     sample = (ROOT / "sample.txt").read_text()
     edited = sample.replace(*EDIT)
-    concurrent = generated_texts(args.runs)
+    concurrent = chatbot_answers(args.runs)
     texts = [sample, edited, *concurrent]
     sentences = list(dict.fromkeys((s.text, topic_of(s.text, text)) for text in texts for s in segment(text)))
-    llm = FakeLLM(latency=args.llm_latency).start()
+    calls = CallLog()
+    llm = FakeLLM(
+        latency=args.llm_latency,
+        first_token_s=args.llm_first_token,
+        tokens_per_s=args.llm_tokens_per_s,
+        prompt_tokens_per_s=args.llm_prompt_tokens_per_s,
+    )
+    calls.record(llm, "llm")
+    llm.start()
     services.on_stop(llm.stop)
     webs, serpers = {}, {}
     for name in args.pages:
@@ -145,16 +182,18 @@ def benchmark(args, services: Services) -> dict:
         else:
             sys.exit(f"unknown page set {name!r} (small, realistic)")
         for site in webs[name]:
+            calls.record(site, "page")
             site.start()
             services.on_stop(site.stop)
-        serpers[name] = FakeSerper(sites=webs[name], latency=args.search_latency).start()
+        serpers[name] = FakeSerper(sites=webs[name], latency=args.search_latency)
+        calls.record(serpers[name], "search")
+        serpers[name].start()
         services.on_stop(serpers[name].stop)
         serpers[name].results("index every page now", 1)  # not during the first measured search
     results = {
         "settings": {k: v for k, v in vars(args).items() if k != "json_out"},
         "environment": environment(),
         "pages": {name: describe(web) for name, web in webs.items()},
-        "bound_s": critical_path(args),
         "worker_commands": [_shown(p.command) for p in app_processes(args, Path("<logs>"), "run")],
         "rows": [],
         "faults": [],
@@ -169,8 +208,7 @@ def benchmark(args, services: Services) -> dict:
             continue
         if database not in ("sqlite", "postgresql"):
             sys.exit(f"unknown database {database!r} (sqlite, postgresql)")
-        measure_database(args, services, database, llm, serpers, sample, edited, concurrent, results)
-    results["goals"] = report.goals(results["rows"], args.runs, results["faults"])
+        measure_database(args, services, database, llm, calls, serpers, sample, edited, concurrent, results)
     results["app_changed"] = app_fingerprint() != results["environment"]["app"]
     if results["app_changed"]:
         say("warning: the app's files changed while the benchmark ran; its rows may measure different code")
@@ -184,13 +222,7 @@ def _shown(command: list[str]) -> str:
     return " ".join(command)
 
 
-def critical_path(args) -> float:
-    """decompose (LLM) + search + fetch (page) + judge (LLM): the steps a claim waits on, one
-    after the other. Categorizing an unknown host runs beside the fetches, off the path."""
-    return round(2 * args.llm_latency + args.search_latency + args.page_latency, 3)
-
-
-def measure_database(args, services, database, llm, serpers, sample, edited, concurrent, results) -> None:
+def measure_database(args, services, database, llm, calls, serpers, sample, edited, concurrent, results) -> None:
     redis, redis_url = start_redis(services)
     system = [redis]  # what the app stands on: its CPU is the app's too
     if database == "sqlite":
@@ -211,8 +243,9 @@ def measure_database(args, services, database, llm, serpers, sample, edited, con
             app.restart()
             for state in ("cold", "warm"):
                 request = {"texts": texts, "mode": args.mode, "timeout": args.timeout, "clear_caches": True}
-                row = measure(args, app, measurer, system, request) | {"db": database, "pages": pages, "state": state}
-                row["workers_ready_s"] = app.ready_s if state == "cold" else None
+                row = measure(args, app, measurer, system, calls, request)
+                row |= {"db": database, "pages": pages, "state": state}
+                row["workers_ready_s"] = app.ready_s() if state == "cold" else None
                 results["rows"].append(row)
                 say(f"{database}, {pages} pages, {state}, {len(texts)} run(s): {row['finished']}, {row['wall_s']} s")
                 if database not in results["extras"] and state == "warm":
@@ -224,12 +257,12 @@ def measure_database(args, services, database, llm, serpers, sample, edited, con
                 if not row["all_finished"]:
                     app.restart()  # its unfinished tasks would slow down the next measurement
         if args.fault_runs and pages == list(serpers)[-1] and database == args.databases[0]:
-            measure_faults(args, app, measurer, system, llm, concurrent[: args.fault_runs], results)
+            measure_faults(args, app, measurer, system, llm, calls, concurrent[: args.fault_runs], results)
         app.stop()
     services.stop(measurer.service, *system)
 
 
-def measure_faults(args, app: App, measurer: Measurer, system: list, llm: FakeLLM, texts, results) -> None:
+def measure_faults(args, app: App, measurer: Measurer, system: list, llm: FakeLLM, calls, texts, results) -> None:
     """The same runs on warm workers with a share of the LLM's answers failing (429/500/503 at
     random, the same draw for the same attempt), then without faults: retries must keep the
     runs' time within 2× and report what still failed. Faults first: the first batch after a
@@ -241,7 +274,7 @@ def measure_faults(args, app: App, measurer: Measurer, system: list, llm: FakeLL
         llm.fail_rate, requests_before = rate, sum(llm.calls.values())
         try:
             request = {"texts": texts, "mode": args.mode, "timeout": args.timeout, "clear_caches": True}
-            row = measure(args, app, measurer, system, request)
+            row = measure(args, app, measurer, system, calls, request)
         finally:
             llm.fail_rate = 0.0
         row |= {"db": app.tag.split("-")[0], "pages": app.tag.split("-", 1)[1], "fail_rate": rate}
@@ -271,16 +304,22 @@ def app_env(args, database_url: str, redis_url: str, llm: FakeLLM) -> dict:
     }
 
 
-def measure(args, app: App, measurer: Measurer, system: list, request: dict) -> dict:
-    """One measurement: caches emptied, the texts submitted at once, CPU counted around it."""
+def measure(args, app: App, measurer: Measurer, system: list, calls: CallLog, request: dict) -> dict:
+    """One measurement: caches emptied, the texts submitted at once, CPU counted around it, and
+    the simulated services' calls it made priced into each run's critical path."""
     load = os.getloadavg()[0]
     before = _cpu(app, measurer, system)
     measured = measurer.measure(request, timeout=args.timeout + 600)
     after = _cpu(app, measurer, system)
+    app.check()
     cpu = {k: round(after[k] - before[k], 1) for k in before}
     cpu["others_s"] = round(cpu.pop("machine_s") - sum(cpu.values()), 1)
     runs = measured["runs"]
-    row = summarize(args, runs, cpu) | {"load_before": round(load, 2)}
+    start = min(r["submitted_at"] for r in runs)
+    made = calls.between(start - 0.05, max(r["finished_at"] or time.time() for r in runs) + 0.05)
+    for run in runs:
+        run |= critical_path(run.pop("claim_texts"), made)
+    row = summarize(args, runs, cpu, made) | {"load_before": round(load, 2)}
     row["tasks"] = report.task_times(app.task_logs, min(r["submitted_at"] for r in runs), row["ended_at"])
     return row
 
@@ -302,7 +341,7 @@ def _own_cpu_seconds() -> float:
     return times.user + times.system
 
 
-def summarize(args, runs: list[dict], cpu: dict) -> dict:
+def summarize(args, runs: list[dict], cpu: dict, made: list) -> dict:
     done = sum(r["status"] == "done" for r in runs)
     failed = sum(r["status"] == "failed" for r in runs)
     unfinished = len(runs) - done - failed
@@ -310,15 +349,16 @@ def summarize(args, runs: list[dict], cpu: dict) -> dict:
     start = min(r["submitted_at"] for r in runs)
     ended = max((r["finished_at"] for r in runs if r["finished_at"]), default=start + args.timeout)
     wall = round(ended - start, 3) if all_finished else None
-    bound = critical_path(args)
+    # The runs at once end when the slowest chain of any of them could have ended.
+    paths = [r["critical_path_s"] for r in runs if r["critical_path_s"]]
+    bound = round(max(paths), 3) if paths else None
     total = {k: sum(r[k] for r in runs) for k in ("llm_calls", "searches", "sources", "sentences", "claims")}
     total |= {k: sum(r[k] for r in runs) for k in ("evidence", "evidence_judged", "sources_failed", "paper_llm_calls")}
     total |= {k: sum(r[k] for r in runs) for k in ("prompt_tokens", "completion_tokens")}
     total |= {k: sum(r.get(k, 0) for r in runs) for k in ("sentences_failed", "claims_failed", "evidence_failed")}
-    # What the simulated latencies alone cost, spread over every worker thread: with more
-    # waiting than threads, no code could finish sooner than this.
-    waiting = total["llm_calls"] * args.llm_latency + total["searches"] * args.search_latency
-    waiting += total["sources"] * args.page_latency
+    # What the simulated services' answers alone took, spread over every worker thread: with
+    # more waiting than threads, no code could finish sooner than this.
+    waiting = sum(call.seconds for call in made)
     finished = f"{done}/{len(runs)} done" + (f", {failed} failed" if failed else "")
     finished += f", {unfinished} unfinished after {args.timeout:g} s" if unfinished else ""
     walls = [r["wall_s"] for r in runs if r["wall_s"] is not None]
@@ -327,8 +367,13 @@ def summarize(args, runs: list[dict], cpu: dict) -> dict:
         "wall_s": wall,
         "run_wall_p50_s": round(statistics.median(walls), 3) if walls else None,
         "bound_s": bound,
-        "ratio": round(wall / bound, 2) if wall else None,
-        "thread_bound_s": round(max(bound, waiting / (args.workers * args.concurrency)), 2),
+        "ratio": round(wall / bound, 2) if wall and bound else None,
+        "thread_bound_s": round(max(bound or 0.0, waiting / (args.workers * args.concurrency)), 2),
+        "first_coloured_s": median([r["first_coloured_s"] for r in runs]),
+        "first_claim_path_s": median([r["first_claim_path_s"] for r in runs]),
+        "path_steps_s": max(runs, key=lambda r: r["critical_path_s"] or 0)["steps_s"],
+        "cpu_per_run_s": round((cpu["workers_s"] + cpu["redis_db_s"]) / len(runs), 2),
+        "llm_per_answer": usage_by_kind(made, len(runs)),
         "finished": finished,
         "all_finished": all_finished,
         "all_done": done == len(runs),
@@ -336,9 +381,12 @@ def summarize(args, runs: list[dict], cpu: dict) -> dict:
         "cpu": cpu,
         **total,
         "errors": sorted({r["error"] for r in runs if r["error"]}),
-        "per_run": [{k: r[k] for k in ("status", "wall_s", "llm_calls", "evidence", "sources_failed")} for r in runs],
+        "per_run": [{k: r[k] for k in PER_RUN} for r in runs],
     }
 
+
+PER_RUN = ("status", "wall_s", "critical_path_s", "first_coloured_s", "first_claim_path_s", "claims_judged")
+PER_RUN += ("llm_calls", "evidence", "sources_failed")
 
 # Not the app: what the benchmark, the tests and the docs change does not change what is measured.
 NOT_APP = ("bench/", "tests/", "docs/", ".ci/", "scripts/", "README.md")

@@ -82,9 +82,10 @@ class _LLMHandler(_Handler):
         request = self._body()
         time.sleep(server.latency)
         status, content = server.answer(request)
+        prompt = " ".join(m["content"] for m in request["messages"])
+        time.sleep(server.answer_seconds(len(prompt) // 4, len(content) // 4 if status == 200 else 0))
         if status != 200:
             return self._json(status, {"error": {"message": content, "type": "fake_error"}})
-        prompt = " ".join(m["content"] for m in request["messages"])
         self._json(
             200,
             {
@@ -118,6 +119,11 @@ class FakeLLM(LoopbackServer):
     on the order in which concurrent requests arrive, so the same calls fail on every run."""
 
     latency: float = 0.0
+    # Time as a real model takes it: the first token after `first_token_s` plus reading the
+    # prompt at `prompt_tokens_per_s`, then one token every 1/`tokens_per_s` (0: instant).
+    first_token_s: float = 0.0
+    tokens_per_s: float = 0.0
+    prompt_tokens_per_s: float = 0.0
     structured: bool = True
     fail_words: dict[str, int] = field(default_factory=dict)
     garbage_words: tuple[str, ...] = ()
@@ -140,6 +146,12 @@ class FakeLLM(LoopbackServer):
 
     def release(self) -> None:
         self._released.set()
+
+    def answer_seconds(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """How long the simulated model takes beyond `latency` (an error answer writes no tokens)."""
+        reading = prompt_tokens / self.prompt_tokens_per_s if self.prompt_tokens_per_s else 0.0
+        writing = completion_tokens / self.tokens_per_s if self.tokens_per_s else 0.0
+        return self.first_token_s + reading + writing
 
     def answer(self, request: dict) -> tuple[int, str]:
         system, user = request["messages"][0]["content"], request["messages"][-1]["content"]

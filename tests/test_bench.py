@@ -10,15 +10,20 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 from bench import report
+from bench.calls import Call, chains, critical_path, usage_by_kind
+from bench.chat import chatbot_answers
 from bench.pages import build_realistic_sites, describe, page_shape
 from bench.prose import topic_of
 from bench.services import postgres_binaries
 from tests.conftest import ROOT
+from tests.fakes import FakeLLM
 from verification.pipeline.extract import read_html
 from verification.pipeline.passages import page_sentences, select_passages
+from verification.pipeline.segment import segment
 
 # One worker, and no CPU process pool to warm up (sparse retrieval needs no model): the app's
 # cold start is what the full benchmark measures, not what these tests check.
@@ -43,8 +48,23 @@ def test_the_benchmark_runs_end_to_end_and_writes_its_results(tmp_path):
     ]
     for row in results["rows"]:
         assert row["all_done"], row["finished"]
-        assert row["ratio"] == round(row["wall_s"] / results["bound_s"], 2)
+        # The critical path is priced from the run's own calls: each of its four steps took time.
+        assert 0 < row["bound_s"] <= row["wall_s"]
+        assert all(seconds > 0 for seconds in row["path_steps_s"].values()), row["path_steps_s"]
+        assert row["ratio"] == round(row["wall_s"] / row["bound_s"], 2)
+        assert 0 < row["first_claim_path_s"] <= row["bound_s"]
+        assert row["first_claim_path_s"] <= row["first_coloured_s"] <= row["wall_s"]
+        assert all(run["claims_judged"] > 0 for run in row["per_run"])
+        assert row["cpu_per_run_s"] > 0
+        usage = row["llm_per_answer"]
+        assert {"decompose", "judge", "all"} <= usage.keys()
+        assert usage["all"]["calls"] == sum(u["calls"] for kind, u in usage.items() if kind != "all")
+        assert all(usage[k]["prompt_tokens"] > 0 and usage[k]["completion_tokens"] > 0 for k in ("decompose", "judge"))
         assert row["tasks"]["steps"]["fetch"]["count"] >= 5 * row["runs"]
+    for cold in results["rows"][::2]:
+        # Submitted as soon as the workers were started: their start-up is in the cold wall time.
+        assert cold["state"] == "cold" and cold["workers_ready_s"] is not None
+        assert cold["wall_s"] > cold["workers_ready_s"]
     single = results["rows"][0]
     assert single["sentences"] == 7 and single["evidence"] > 0
     assert single["llm_calls"] < single["paper_llm_calls"]
@@ -90,6 +110,111 @@ def test_goals_grade_a_run_alone_by_its_ratio_and_runs_at_once_by_finishing():
     }
 
 
+def test_goals_grade_the_first_coloured_sentence_against_the_first_claims_path_and_tokens_against_a_baseline():
+    row = {"db": "sqlite", "pages": "realistic", "state": "warm", "runs": 1, "ratio": 1.2, "wall_s": 6.0}
+    row |= {"all_done": True, "all_finished": True, "finished": "1/1 done", "first_claim_path_s": 2.0}
+    row |= {"llm_calls": 20, "prompt_tokens": 10_000, "completion_tokens": 1_000}
+    row["llm_per_answer"] = {"all": {"calls": 10, "prompt_tokens": 4000, "completion_tokens": 1000}}
+    baseline = {"rows": [{k: v for k, v in row.items() if k != "llm_per_answer"}], "environment": {"commit": "abc"}}
+    compared = report.compare([row], baseline)
+
+    assert (compared[0]["tokens_ratio"], compared[0]["calls_ratio"]) == (0.45, 0.5)
+    on_time = {g["goal"]: g["pass"] for g in report.goals([row | {"first_coloured_s": 3.9}], 20, [], compared)}
+    late = {g["goal"]: g["pass"] for g in report.goals([row | {"first_coloured_s": 4.1}], 20, [], compared)}
+    first = "warm: first coloured sentence ≤ 2× the first claim's critical path (1 run)"
+    assert on_time[first] and not late[first]
+    assert on_time["tokens per answer ≤ 50% of the baseline's"]
+
+
+def _llm(kind, about, start, end, answer="", tokens=(0, 0)):
+    return Call("llm", kind, about, start, end, 200, answer, *tokens)
+
+
+def test_the_critical_path_follows_each_claim_through_the_calls_that_were_about_it():
+    # One decompose call for two sentences; one judge call for two claims; a context paragraph
+    # that holds the first claim's words in another claim's judge call.
+    first, second = "The Ostwick mill was built in 1801.", "It burned down in 1870."
+    claims = [
+        {"sentence": first, "claim": first, "query": "ostwick mill 1801", "urls": ["http://a/1", "http://b/2"]},
+        {"sentence": second, "claim": "The Ostwick mill burned down in 1870.", "query": "mill 1870", "urls": []},
+    ]
+    calls = [
+        _llm(
+            "decompose",
+            f"S1: {first}\nS2: {second}",
+            0.0,
+            1.0,
+            '{"claims": [{"claim": "The Ostwick mill was '
+            'built in 1801."}, {"claim": "The Ostwick mill burned down in 1870."}]}',
+            (100, 40),
+        ),
+        Call("search", "search", "ostwick mill 1801", 1.1, 1.6, 200),
+        Call("search", "search", "mill 1870", 1.1, 1.3, 200),
+        Call("page", "page", "http://a/1", 1.7, 2.2, 200),
+        Call("page", "page", "http://b/2", 1.7, 3.7, 404),  # failed, after 2 s: still waited for
+        _llm(
+            "judge",
+            f"Context paragraph:\n{first} {second}\n\nClaims:\nC1: The Ostwick mill burned down in 1870.",
+            2.0,
+            2.5,
+            tokens=(300, 20),
+        ),
+        _llm("judge", f"Claim: {first}\n\nEvidence passages:\nE1\n...", 3.8, 5.3, tokens=(500, 80)),
+        _llm("categorize", "Host: a", 1.8, 2.8, tokens=(50, 5)),
+    ]
+    made = {chain.claim: chain for chain in chains(claims, calls)}
+
+    assert (made[first].decompose_s, made[first].search_s, made[first].page_s, made[first].judge_s) == (
+        1.0,
+        0.5,
+        2.0,
+        1.5,
+    )
+    assert made[claims[1]["claim"]].total_s == 1.0 + 0.2 + 0.0 + 0.5
+    path = critical_path(claims, calls)
+    assert (path["critical_path_s"], path["first_claim_path_s"], path["claims_judged"]) == (5.0, 1.7, 2)
+    usage = usage_by_kind(calls, answers=2)
+    assert usage["judge"] == {"calls": 1, "prompt_tokens": 400, "completion_tokens": 50}
+    assert usage["all"]["calls"] == 2
+
+
+def test_the_simulated_llm_takes_longer_to_write_a_longer_answer():
+    llm = FakeLLM(first_token_s=0.05, tokens_per_s=500, garbage_words=("Zanzibar",)).start()
+    passages = "\n\n".join(f"E{n}\nThe Fenmoor museum number {n} opened in {1800 + n}." for n in range(1, 9))
+
+    def ask(claim: str) -> tuple[float, int]:
+        body = {"model": "m", "messages": [{"role": "system", "content": "Judge the evidence."}]}
+        body["messages"].append({"role": "user", "content": f"Claim: {claim}\n\nEvidence passages:\n{passages}"})
+        request = urllib.request.Request(llm.url + "/v1/chat/completions", json.dumps(body).encode())
+        started = time.monotonic()
+        with urllib.request.urlopen(request, timeout=30) as response:
+            usage = json.loads(response.read())["usage"]
+        return time.monotonic() - started, usage["completion_tokens"]
+
+    try:
+        short_s, short_tokens = ask("The Zanzibar museum opened in 1801.")  # a one-line refusal
+        long_s, long_tokens = ask("The Fenmoor museum opened in 1801.")  # eight judgements
+    finally:
+        llm.stop()
+    assert long_tokens > short_tokens + 100
+    assert short_s >= 0.05 + short_tokens / 500
+    assert long_s >= 0.05 + long_tokens / 500
+    assert long_s - short_s >= 0.8 * (long_tokens - short_tokens) / 500
+
+
+def test_the_runs_at_once_read_like_chatbot_answers():
+    answers = chatbot_answers(40)
+    sentences = [segment(answer) for answer in answers]
+
+    assert len(set(answers)) == 40
+    assert all(367 <= len(answer) <= 713 for answer in answers)
+    assert all(3 <= len(found) <= 8 for found in sentences)
+    assert 5 < sum("\n1. " in answer for answer in answers) < 35  # a list sometimes
+    greeted = [s[0].text for s in sentences if "number" not in s[0].text]
+    assert 5 < len(greeted) < 35  # a greeting sometimes
+    assert 5 < sum(any("opinion" in x.text or "I think" in x.text for x in s) for s in sentences) < 35
+
+
 def test_realistic_pages_are_sized_like_search_results_and_the_same_on_every_run():
     shapes = [page_shape(random.Random(n)) for n in range(2000)]
     sizes = sorted(size for size, _ in shapes)
@@ -127,7 +252,7 @@ def test_it_stops_every_process_it_started_when_terminated_mid_run(tmp_path):
     bench = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     started: dict[int, str] = {}
     try:
-        for line in _lines(bench, until="the app's processes are ready", timeout=120):
+        for line in _lines(bench, until="the app's processes are started", timeout=120):
             if match := re.search(r"started (.+) \(pid (\d+)\)", line):
                 started[int(match[2])] = match[1]
         time.sleep(0.5)  # the first measurement is under way
