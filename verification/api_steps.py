@@ -12,7 +12,7 @@ from ninja.errors import HttpError
 from pydantic import AfterValidator, field_validator
 
 from verification import providers, services
-from verification.pipeline import categorize, decompose, extract, judge, search, segment
+from verification.pipeline import categorize, decompose, extract, judge, lazy, search, segment
 from verification.pipeline.types import EvidenceToJudge, SegmentedSentence
 from verification.schemas import BODY_ERRORS, Band, Error, ScoreRule, SourceTypeValue, VerdictValue
 from verification.scoring import DEFAULT_RULE, EvidenceRecord, Tally, compute_scores
@@ -169,7 +169,7 @@ class PageOut(Schema):
 @steps.post("/extract", response={200: PageOut, **BODY_ERRORS, 502: Error})
 def step_extract(request: HttpRequest, payload: ExtractIn):
     """Fetch a page (SSRF-safe) and extract its title and main text."""
-    from verification.pipeline import passages  # nltk: seconds to import, so not at the server's start
+    passages = lazy.load("verification.pipeline.passages")  # nltk: seconds to import, not at the start
 
     page = extract.fetch_page(providers.page_fetcher(), payload.url)
     return {**page.__dict__, "sentences": passages.page_sentences(page.text)}
@@ -192,7 +192,7 @@ class PassageOut(Schema):
 @steps.post("/passages", response={200: list[PassageOut], **BODY_ERRORS})
 def step_passages(request: HttpRequest, payload: PassagesIn):
     """The passages of a page that best match a claim."""
-    from verification.pipeline import passages  # nltk: seconds to import, so not at the server's start
+    passages = lazy.load("verification.pipeline.passages")  # nltk: seconds to import, not at the start
 
     chosen = passages.select_passages(
         payload.claim,

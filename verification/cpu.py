@@ -19,6 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 from verification import cpu_child
+from verification.pipeline import lazy
 from verification.pipeline.types import FetchedDocument, PageSentences, Passage
 
 T = TypeVar("T")
@@ -73,8 +74,7 @@ def _warm_up(embedding_model: str | None) -> None:
 
 
 def read_page(document: FetchedDocument, *, pdf_max_pages: int | None = None) -> PageSentences:
-    from verification.pipeline import extract, passages
-
+    extract, passages = lazy.load("verification.pipeline.extract"), lazy.load("verification.pipeline.passages")
     pages = extract.PDF_MAX_PAGES if pdf_max_pages is None else pdf_max_pages
     return passages.split_page(extract.read_document(document, pdf_max_pages=pages))
 
@@ -84,10 +84,9 @@ def choose_excerpts(
 ) -> list[Passage | None]:
     """Each claim's evidence from one page: its best passages as one excerpt, or None. All the
     claims waiting for a page in one call, so the page is tokenised once."""
-    from verification.clients.embeddings import shared_embedder
-    from verification.pipeline import passages
-
-    embedder = shared_embedder(embedding_model) if embedding_model else None
+    passages = lazy.load("verification.pipeline.passages")
+    embeddings = lazy.load("verification.clients.embeddings")
+    embedder = embeddings.shared_embedder(embedding_model) if embedding_model else None
     corpus = passages.Corpus(sentences)
     return [
         passages.page_excerpt(passages.select_passages(claim, corpus, top_k=top_k, context=context, embedder=embedder))

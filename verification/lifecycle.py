@@ -14,6 +14,7 @@ import threading
 import time
 
 from verification import cpu
+from verification.pipeline import lazy
 
 logger = logging.getLogger(__name__)
 
@@ -75,9 +76,7 @@ def preload_in_background() -> None:
 
 def _preload() -> None:
     try:
-        from verification.clients import llm  # noqa: F401
-        from verification.pipeline import segment
-
-        segment.split_sentences("Loaded.")
+        lazy.load("verification.clients.llm")
+        lazy.load("verification.pipeline.segment").split_sentences("Loaded.")
     except Exception:  # only a head start: the first submission imports them itself
         logger.exception("preloading failed")

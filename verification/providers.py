@@ -22,6 +22,7 @@ from verification.clients.search import (
     TavilySearch,
     WikipediaSearch,
 )
+from verification.pipeline import lazy
 from verification.pipeline.types import StepError
 
 if TYPE_CHECKING:
@@ -40,8 +41,8 @@ def model_names() -> list[str]:
 
 def llm_client(model_name: str) -> "LLMClient":
     """The client for a configured model (run settings are validated against the list)."""
-    from verification.clients.llm import LLMClient  # imports openai: only where a model is asked
-
+    # Imports openai (over half a second): only where a model is asked, one thread at a time.
+    LLMClient = lazy.load("verification.clients.llm").LLMClient  # noqa: N806
     choice = next((c for c in model_choices() if c.name == model_name), None)
     if choice is None:
         raise StepError(f"the model {model_name} is not configured any more (LLM_MODELS)")

@@ -120,6 +120,11 @@ def verification_take(verification_id, *, owner: str, needs: dict) -> None:
     Verification.objects.filter(pk=verification_id).update(owner=owner, needs=needs)
 
 
+def verification_needs_record(verification_id, *, needs: dict) -> None:
+    """The configuration of the first worker that started it (on the shared broker)."""
+    Verification.objects.filter(pk=verification_id, needs={}).update(needs=needs)
+
+
 def verifications_touch(verification_ids: Iterable, *, owner: str) -> None:
     """A sign of life from a worker process that holds tasks of these runs (heartbeat.py): it
     is their owner now."""

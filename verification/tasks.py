@@ -115,10 +115,15 @@ def retry_failed(verification_id) -> int:
 
 
 def _take(verification_id, run_settings: dict) -> None:
-    """This process queues the run's work, with its configuration: on its own embedded worker,
-    which then owns the run, or on the shared broker, for whichever worker takes it."""
-    owner = heartbeat.process_name() if ensure_embedded_worker() else ""
-    services.verification_take(verification_id, owner=owner, needs=providers.run_needs(run_settings))
+    """This process queues the run's work: on its own embedded worker, which then owns the run
+    and runs it with this process's configuration, or on the shared broker, where the first
+    worker to start it records its own (verification_start)."""
+    if ensure_embedded_worker():
+        services.verification_take(
+            verification_id, owner=heartbeat.process_name(), needs=providers.run_needs(run_settings)
+        )
+    else:
+        services.verification_take(verification_id, owner="", needs={})
 
 
 @app.task(ignore_result=True)
@@ -277,7 +282,9 @@ def _after_hosts_typed(verification_ids) -> None:
 def verification_start(verification_id: str) -> None:
     verification = Verification.objects.get(pk=verification_id)
     heartbeat.hold(verification_id)
-    if _refuse_other_configuration(verification):
+    if not verification.needs:
+        services.verification_needs_record(verification_id, needs=providers.run_needs(verification.settings))
+    elif _refuse_other_configuration(verification):
         return
     if verification.status != Status.RUNNING and not services.verification_begin(verification):
         return

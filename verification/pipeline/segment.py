@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from functools import cache
 
+from . import lazy
 from .types import SegmentedSentence, Span
 
 # Lowercase, without the final period, as Punkt stores them.
@@ -57,11 +58,10 @@ _LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+]|#{1,6})\s*$
 def _punkt():
     # Imported at first use: importing nltk imports all of it (scipy and scikit-learn too when
     # they are installed), ~1.5 s that a starting web server should not wait for.
-    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
-
-    params = PunktParameters()
+    punkt = lazy.load("nltk.tokenize.punkt")
+    params = punkt.PunktParameters()
     params.abbrev_types = set(ABBREVIATIONS)
-    return PunktSentenceTokenizer(params)
+    return punkt.PunktSentenceTokenizer(params)
 
 
 def split_sentences(text: str, offset: int = 0) -> list[Span]:
