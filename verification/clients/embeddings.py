@@ -23,6 +23,7 @@ import re
 import shutil
 import tempfile
 import threading
+import warnings
 from collections import OrderedDict
 from pathlib import Path
 
@@ -186,14 +187,15 @@ def load_sentence_transformer(name: str):
 # --- the ONNX build: once per model and backend, kept on disk
 
 
-def prepare(name: str, backend: str | None = None) -> Path:
-    """The directory of the model's ONNX export for `backend`, built now if it is not on disk
-    yet (at install, worker start or first use). Processes that build at the same time take
-    turns; a build goes to a temporary directory renamed into place when complete, so a
-    process killed mid-build leaves nothing that looks finished."""
+def prepare(name: str, backend: str | None = None) -> Path | None:
+    """The directory of the model's ONNX export for `backend` (None for torch, which needs
+    none), built now if it is not on disk yet (at install, worker start or first use).
+    Processes that build at the same time take turns; a build goes to a temporary directory
+    renamed into place when complete, so a process killed mid-build leaves nothing that looks
+    finished."""
     backend = backend or embedding_backend()
     if backend == "torch":
-        raise ValueError("the torch backend has nothing to prepare")
+        return None
     target = model_cache_dir() / _cache_key(name, backend)
     if (target / SPEC_FILE).exists():
         return target
@@ -265,7 +267,10 @@ def _export_transformer(transformer, path: Path) -> None:
 
     inputs = [name for name in transformer.tokenizer.model_input_names if name in ENCODING_FIELDS]
     example = transformer.tokenizer(["An example sentence."], return_tensors="pt")
-    with torch.no_grad():
+    # The tracer warns about Python branches in the model's code; those that matter here (is the
+    # attention causal, is there padding to add) take the same way for every input.
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         torch.onnx.export(
             _with_positional_inputs(transformer.auto_model, inputs).eval(),
             tuple(example[name] for name in inputs),
@@ -300,3 +305,9 @@ def _quantize(source: Path, target: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True)
+
+
+if __name__ == "__main__":  # scripts/setup.sh: build the configured model's export at install
+    logging.basicConfig(level=logging.INFO)
+    model_name = os.environ.get("EMBEDDING_MODEL") or DEFAULT_MODEL_NAMES[1]
+    logger.info("embedding model %s, backend %s: %s", model_name, embedding_backend(), prepare(model_name))
