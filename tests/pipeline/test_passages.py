@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from verification.clients.embeddings import SentenceEmbedder
@@ -8,6 +9,7 @@ from verification.pipeline.passages import (
     merge_windows,
     page_excerpt,
     page_sentences,
+    rank_sentences,
     select_passages,
     tokenize,
 )
@@ -250,7 +252,8 @@ def test_dense_passages_do_not_depend_on_what_was_encoded_with_the_page(embedder
     among_others = select_passages(claim, PAGE, top_k=3, context=1, embedder=mixed)
 
     assert alone == among_others
-    assert [p.score for p in alone] == [p.score for p in among_others]
+    # Exactly, not nearly: batched torch moves these scores by ~3e-8, enough to swap a near tie.
+    assert np.array_equal(rank_sentences(claim, PAGE, fresh), rank_sentences(claim, PAGE, mixed))
 
 
 def test_page_sentences_splits_lines_and_sentences():
