@@ -57,9 +57,10 @@ class Variant:
 VARIANTS = [
     Variant("old: torch 30+6", "torch", 30, 6),
     Variant("bm25 only", None),
-    Variant("torch 15+6", "torch", 15, 6),
-    Variant("onnx 15+6", "onnx", 15, 6),
+    Variant("torch 20+6", "torch", 20, 6),
+    Variant("onnx 20+6", "onnx", 20, 6),
     Variant("onnx-int8 30+6", "onnx-int8", 30, 6),
+    Variant("onnx-int8 20+6", "onnx-int8", 20, 6),
     Variant("onnx-int8 15+6", "onnx-int8", 15, 6),
     Variant("onnx-int8 10+3", "onnx-int8", 10, 3),
 ]
