@@ -14,3 +14,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q -e ".[test]"
   touch "$stamp"
 fi
+# The embedding model's ONNX export (var/models, or EMBEDDING_CACHE_DIR), built once here rather than
+# by the first worker; a failure only means the first dense run builds it (or falls back to torch).
+.venv/bin/python -m verification.clients.embeddings || echo "warning: the embedding model's ONNX export was not built"

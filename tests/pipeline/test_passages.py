@@ -1,10 +1,15 @@
+import numpy as np
 import pytest
 
+from verification.clients.embeddings import SentenceEmbedder
 from verification.pipeline.passages import (
+    DENSE_SHORTLIST,
+    FOLLOWERS,
     MAX_PAGE_SENTENCES,
     merge_windows,
     page_excerpt,
     page_sentences,
+    rank_sentences,
     select_passages,
     tokenize,
 )
@@ -232,7 +237,23 @@ def test_dense_mode_also_weighs_the_sentence_after_a_match_that_shares_no_word_w
 
     [asked] = counting.asked
     assert "It held forty thousand volumes." in asked
-    assert len(asked) <= 1 + 30 + 6  # the claim, BM25's shortlist, the followers of its best
+    assert len(asked) <= 1 + DENSE_SHORTLIST + FOLLOWERS  # the claim, BM25's shortlist, the followers of its best
+
+
+def test_dense_passages_do_not_depend_on_what_was_encoded_with_the_page(embedder):
+    claim = "Eiffel's company built the tower for the World's Fair"
+    fresh = SentenceEmbedder(embedder.model)
+    mixed = SentenceEmbedder(embedder.model)
+    # The page's sentences first encoded among others, longer and shorter: their cached vectors
+    # come from those calls.
+    mixed.encode([*PAGE[::-1], *PARAPHRASE_PAGE, "A much longer line about something else entirely. " * 8, claim])
+
+    alone = select_passages(claim, PAGE, top_k=3, context=1, embedder=fresh)
+    among_others = select_passages(claim, PAGE, top_k=3, context=1, embedder=mixed)
+
+    assert alone == among_others
+    # Exactly, not nearly: batched torch moves these scores by ~3e-8, enough to swap a near tie.
+    assert np.array_equal(rank_sentences(claim, PAGE, fresh), rank_sentences(claim, PAGE, mixed))
 
 
 def test_page_sentences_splits_lines_and_sentences():
