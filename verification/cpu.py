@@ -35,14 +35,8 @@ _warm = threading.Event()
 
 
 def prepare_process(embedding_model: str | None) -> None:
-    # One core per process: the pool is as wide as the machine, so torch's own threads would
-    # only fight each other.
-    try:
-        import torch
-
-        torch.set_num_threads(1)
-    except ImportError:
-        pass
+    # Each model runs on one thread per process (clients/embeddings.py): the pool is as wide as
+    # the machine. torch is not imported here: the default ONNX backend needs none of it.
     _warm_up(embedding_model)
 
 

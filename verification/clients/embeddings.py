@@ -177,8 +177,12 @@ def load_embedder(name: str, backend: str | None = None) -> SentenceEmbedder:
 
 
 def load_sentence_transformer(name: str):
+    import torch
     from sentence_transformers import SentenceTransformer  # ~7 s import: only when needed
 
+    # One thread: the CPU pool is as wide as the machine, and two threads per process cost about
+    # twice the CPU for the same work (the ONNX sessions are set up the same way).
+    torch.set_num_threads(1)
     model = SentenceTransformer(packaged_model_path(name) or name, device="cpu")
     model.max_seq_length = min(model.max_seq_length or MAX_SEQ_LENGTH, MAX_SEQ_LENGTH)
     return model
