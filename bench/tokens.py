@@ -37,9 +37,8 @@ def main() -> None:
     parser.add_argument("--compare", help="a file --out wrote for another checkout")
     args = parser.parse_args()
     answers = _load("answers").ANSWERS
-    from tests.fakes import FakeLLM, FakeSerper
-
     from bench.web import build_sites
+    from tests.fakes import FakeLLM, FakeSerper
     from verification.pipeline.segment import segment
 
     sentences = [s.text for text in answers for s in segment(text)]
@@ -79,8 +78,14 @@ def main() -> None:
     from verification import services, tasks
     from verification.models import Evidence, Verification
 
-    settings = {"model": "fake-model", "retrieval_mode": "sparse", "top_k_results": 5, "top_k_passages": 3,
-                "context_size": 1, "evidence": "web"}
+    settings = {
+        "model": "fake-model",
+        "retrieval_mode": "sparse",
+        "top_k_results": 5,
+        "top_k_passages": 3,
+        "context_size": 1,
+        "evidence": "web",
+    }
     rows, triples = [], []
     for number, text in enumerate(answers, start=1):
         first = len(llm.requests)
@@ -132,8 +137,11 @@ def _kind(request) -> str:
 def _report(rows) -> None:
     kinds = ("decompose", "judge", "categorize")
     print(f"{'answer':>6} {'sent':>4} {'evid':>4} | " + " | ".join(f"{k:^24}" for k in kinds) + " | total")
-    print(f"{'':>6} {'':>4} {'':>4} | " + " | ".join(f"{'calls':>5} {'prompt':>8} {'compl':>8}" for _ in kinds)
-          + " | calls tokens (run usage)")
+    print(
+        f"{'':>6} {'':>4} {'':>4} | "
+        + " | ".join(f"{'calls':>5} {'prompt':>8} {'compl':>8}" for _ in kinds)
+        + " | calls tokens (run usage)"
+    )
     totals: dict[str, Counter] = defaultdict(Counter)
     sentences = 0
     for number, count, evidence, run, by_kind in rows:
@@ -147,16 +155,22 @@ def _report(rows) -> None:
         print(f"{number:>6} {count:>4} {evidence:>4} | " + " | ".join(cells) + f" | {run.llm_calls:>5} {tokens:>6}")
     calls = sum(t["calls"] for t in totals.values())
     tokens = sum(t["prompt"] + t["completion"] for t in totals.values())
-    print(f"{'all':>6} {sentences:>4} {'':>4} | " + " | ".join(
-        f"{totals[k]['calls']:>5} {totals[k]['prompt']:>8} {totals[k]['completion']:>8}" for k in kinds
-    ) + f" | {calls:>5} {tokens:>6}")
+    print(
+        f"{'all':>6} {sentences:>4} {'':>4} | "
+        + " | ".join(f"{totals[k]['calls']:>5} {totals[k]['prompt']:>8} {totals[k]['completion']:>8}" for k in kinds)
+        + f" | {calls:>5} {tokens:>6}"
+    )
     n = len(rows)
-    print(f"per answer: {calls / n:.1f} calls, {tokens / n:.0f} tokens; "
-          f"per sentence: {calls / sentences:.2f} calls, {tokens / sentences:.0f} tokens")
+    print(
+        f"per answer: {calls / n:.1f} calls, {tokens / n:.0f} tokens; "
+        f"per sentence: {calls / sentences:.2f} calls, {tokens / sentences:.0f} tokens"
+    )
     for kind in kinds:
         t = totals[kind]
-        print(f"  {kind:<10} per answer: {t['calls'] / n:5.1f} calls, {t['prompt'] / n:7.0f} prompt, "
-              f"{t['completion'] / n:6.0f} completion; per sentence: {(t['prompt'] + t['completion']) / sentences:6.0f} tokens")
+        print(
+            f"  {kind:<10} per answer: {t['calls'] / n:5.1f} calls, {t['prompt'] / n:7.0f} prompt, "
+            f"{t['completion'] / n:6.0f} completion; per sentence: {(t['prompt'] + t['completion']) / sentences:6.0f} tokens"
+        )
 
 
 if __name__ == "__main__":
