@@ -167,9 +167,10 @@ def _report(rows) -> None:
     )
     for kind in kinds:
         t = totals[kind]
+        per_sentence = (t["prompt"] + t["completion"]) / sentences
         print(
             f"  {kind:<10} per answer: {t['calls'] / n:5.1f} calls, {t['prompt'] / n:7.0f} prompt, "
-            f"{t['completion'] / n:6.0f} completion; per sentence: {(t['prompt'] + t['completion']) / sentences:6.0f} tokens"
+            f"{t['completion'] / n:6.0f} completion; per sentence: {per_sentence:6.0f} tokens"
         )
 
 
