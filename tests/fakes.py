@@ -195,50 +195,82 @@ def _kind(request: dict, system: str) -> str:
 
 def _focus(kind: str, user: str) -> str:
     if kind == "claims":
-        return _target_sentence(user)
+        return " ".join(_target_sentences(user).values())
     if kind == "judgements":
-        return re.search(r"^Claim: (.*)$", user, re.MULTILINE).group(1)
+        return " ".join(claim for claim, _ in _claims_judged(user))
     return user
 
 
-def _target_sentence(user: str) -> str:
-    target = re.search(r"Target sentence: S(\d+)", user).group(1)
-    return re.search(rf"^S{target}: (.*)$", user, re.MULTILINE).group(1)
+def _target_sentences(user: str) -> dict[str, str]:
+    """{"S3": its text} for every target sentence the prompt names."""
+    targets = re.search(r"Target sentences?: (.*)$", user, re.MULTILINE).group(1)
+    return {label: _numbered(user)[label] for label in re.findall(r"S\d+", targets)}
+
+
+def _numbered(user: str) -> dict[str, str]:
+    return dict(re.findall(r"^(S\d+): (.*)$", user, re.MULTILINE))
+
+
+def _paragraph_start(user: str, label: str) -> str:
+    """The first sentence of the paragraph (blank-line separated) that holds `label`."""
+    context = user.split("Target sentence")[0]
+    for paragraph in context.split("\n\n"):
+        lines = re.findall(r"^S\d+: (.*)$", paragraph, re.MULTILINE)
+        if re.search(rf"^{label}: ", paragraph, re.MULTILINE):
+            return lines[0]
+    return next(iter(_numbered(user).values()))
 
 
 def _claims(user: str) -> dict:
-    """One claim per clause joined by '; ', with a leading 'It' resolved to the subject of S1
-    (a crude decontextualization); greetings give none."""
-    sentence = _target_sentence(user)
-    first = re.search(r"^S1: (.*)$", user, re.MULTILINE).group(1)
+    """For each target sentence: one claim per clause joined by '; ', with a leading 'It'
+    resolved to the subject of its paragraph's first sentence (a crude decontextualization);
+    greetings give none."""
+    return {
+        "sentences": [
+            {"sentence": label, "claims": _sentence_claims(sentence, _paragraph_start(user, label))}
+            for label, sentence in _target_sentences(user).items()
+        ]
+    }
+
+
+def _sentence_claims(sentence: str, first: str) -> list[dict]:
     if re.search(r"\b(hope this helps|hello|thanks)\b", sentence, re.IGNORECASE):
-        return {"claims": []}
+        return []
     subject_match = re.match(r"(.*?)\s+(?:is|was|are|were|has|had)\b", first)
     subject = subject_match.group(1) if subject_match else first.split()[0]
     claims = []
     for clause in re.split(r";\s*", sentence.rstrip(".!?")):
         clause = re.sub(r"^(It|This|They)\b", subject, clause.strip())
         claims.append({"claim": clause + ".", "query": " ".join(sorted(content_words(clause)))})
-    return {"claims": claims}
+    return claims
+
+
+def _claims_judged(user: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """[(claim, [(E label, passage), ...]), ...] as the judge prompt lists them."""
+    judged = []
+    for block in re.split(r"\n\n(?=C\d+ \(from P\d+\): )", user)[1:]:
+        claim, _, passages = block.partition("\n\n")
+        passages = passages.split("\n\nAnswer with one JSON object only")[0]
+        found = re.findall(r"^(E\d+)(?: \(from: [^\n]*\))?\n(.*?)(?=\n\nE\d+|\Z)", passages, re.MULTILINE | re.DOTALL)
+        judged.append((claim.split(": ", 1)[1], found))
+    return judged
 
 
 def _judgements(user: str) -> dict:
-    """Supported when the passage holds most of the claim's words, not supported when it also
-    negates, irrelevant otherwise."""
-    claim = re.search(r"^Claim: (.*)$", user, re.MULTILINE).group(1)
-    words = content_words(claim)
+    """Supported when the passage holds most of its claim's words, not supported when it also
+    negates, irrelevant otherwise; the rationale is one short sentence, as the prompt asks."""
     judgements = []
-    for label, passage in re.findall(
-        r"^(E\d+)(?: \(from: [^\n]*\))?\n(.*?)(?=\n\nE\d+|\Z)", user, re.MULTILINE | re.DOTALL
-    ):
-        overlap = len(words & content_words(passage)) / max(1, len(words))
-        if overlap < 0.6:
-            verdict, why = "irrelevant", "The passage does not talk about this."
-        elif NEGATIONS.search(passage):
-            verdict, why = "not_supported", "The passage says the opposite."
-        else:
-            verdict, why = "supported", "The passage states this."
-        judgements.append({"evidence": label, "rationale": f"{why} (overlap {overlap:.0%})", "verdict": verdict})
+    for claim, passages in _claims_judged(user):
+        words = content_words(claim)
+        for label, passage in passages:
+            overlap = len(words & content_words(passage)) / max(1, len(words))
+            if overlap < 0.6:
+                verdict, why = "irrelevant", "The passage does not talk about this."
+            elif NEGATIONS.search(passage):
+                verdict, why = "not_supported", "The passage says the opposite."
+            else:
+                verdict, why = "supported", "The passage states this."
+            judgements.append({"evidence": label, "rationale": f"{why} (overlap {overlap:.0%})", "verdict": verdict})
     return {"judgements": judgements}
 
 

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from verification.models import Verification
+from verification.pipeline import decompose as decompose_step
 
 JUDGED = ("supported", "not_supported", "irrelevant")
 
@@ -77,7 +78,7 @@ def test_it_verifies_a_text_end_to_end(client, world, celery_worker):
     assert progress["judgements"]["made"] == progress["judgements"]["total"] == len(evidence)
     calls = world.llm.calls
     assert result["usage"]["llm_calls"] == sum(calls.values())
-    assert calls["claims"] == 4
+    assert calls["claims"] == 1  # both paragraphs' sentences in one chunk, one call
     assert result["usage"]["prompt_tokens"] > 0 and result["usage"]["searches"] == len(claims)
 
 
@@ -135,7 +136,8 @@ def test_excluding_evidence_and_types_recomputes_scores(client, world, celery_wo
     assert not next(e for e in all_evidence(narrowed) if e["id"] == first["id"])["included"]
 
 
-def test_a_run_with_llm_failures_and_garbage_still_ends_with_reasons(client, world, celery_worker):
+def test_a_run_with_llm_failures_and_garbage_still_ends_with_reasons(client, world, celery_worker, monkeypatch):
+    monkeypatch.setattr(decompose_step, "CHUNK_SENTENCES", 1)  # a call per sentence: failures stay apart
     world.llm.fail_words = {"1889": 500}
     world.llm.garbage_words = ("steel",)
     result = wait_for(client, run(client, retrieval_mode="sparse"))
@@ -149,6 +151,15 @@ def test_a_run_with_llm_failures_and_garbage_still_ends_with_reasons(client, wor
     assert decompose["count"] == 2
     assert sorted(r["count"] for r in decompose["reasons"]) == [1, 1]
     assert completed["outcome"] == "failed" and completed["note"] == completed["error"]
+
+
+def test_a_failed_chunk_fails_each_of_its_sentences_with_the_reason(client, world, celery_worker):
+    world.llm.fail_words = {"1889": 500}
+    result = wait_for(client, run(client, text="The Eiffel Tower is in Paris, France. It was completed in 1889."))
+
+    assert [s["status"] for s in result["sentences"]] == ["failed", "failed"]
+    assert all("HTTP 500" in s["error"] for s in result["sentences"])
+    assert world.llm.calls["claims"] == 2  # one call, asked once more (LLM_MAX_RETRIES=1); nothing else
 
 
 def test_a_run_where_every_sentence_fails_is_failed_with_the_reason(client, world, celery_worker):

@@ -19,6 +19,7 @@ from celery.contrib.django.task import DjangoTask
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import OperationalError
+from django.db.models import Count, Q
 from kombu.exceptions import OperationalError as BrokerError
 
 from factsite.celery import app, ensure_embedded_worker
@@ -28,6 +29,7 @@ from verification.documents import READ_AS, is_upload
 from verification.models import (
     FINISHED,
     Claim,
+    ClaimStatus,
     Evidence,
     Origin,
     SearchResult,
@@ -40,6 +42,7 @@ from verification.models import (
 from verification.pipeline import categorize, decompose, domains, duplicates, judge, search, segment
 from verification.pipeline.pdf import is_pdf
 from verification.pipeline.types import (
+    ClaimToJudge,
     EvidenceToJudge,
     FetchedDocument,
     PageSentences,
@@ -207,15 +210,14 @@ def resume(verification_id) -> None:
 def _enqueue(plan: services.RetryPlan, *, ask_types_again: bool = False) -> None:
     if plan.start:
         send(verification_start, str(plan.verification_id))
-    for sentence_id in plan.sentences:
-        send(sentence_decompose, sentence_id)
+    for chunk in _decompose_chunks(Sentence.objects.filter(pk__in=plan.sentences)):
+        send(sentences_decompose, chunk)
     for claim_id in plan.searches:
         send(claim_search, claim_id)
     for source_id in [*plan.fetches, *plan.reads]:
         send(source_fetch, source_id)
-    for claim_id, evidence_ids in plan.judging.items():
-        for batch in judge.batches(evidence_ids):
-            send(evidence_judge, claim_id, batch)
+    for batch in judge.pack(list(plan.judging.values())):
+        send(evidence_judge_batch, batch)
     for claim_id in plan.rereads:
         _maybe_judge(claim_id)
     for source in plan.retypes:
@@ -227,6 +229,11 @@ def _enqueue(plan: services.RetryPlan, *, ask_types_again: bool = False) -> None
 
 def _fail_run(verification_id, *, reason: str) -> None:
     services.verification_fail(verification_id, reason=reason)
+
+
+def _fail_sentences(sentence_ids, *, reason: str) -> None:
+    for sentence_id in sentence_ids:
+        _fail_sentence(sentence_id, reason=reason)
 
 
 def _fail_sentence(sentence_id, *, reason: str) -> None:
@@ -249,8 +256,13 @@ def _fail_categorize(host, verification_id, *, reason: str) -> None:
 
 
 def _fail_judging(claim_id, evidence_ids, *, reason: str) -> None:
+    _fail_evidence(evidence_ids, reason=reason)
+
+
+def _fail_evidence(evidence_ids, *, reason: str) -> None:
     services.evidence_fail(evidence_ids, reason=reason)
-    _after_judging(claim_id)
+    for claim_id in sorted(set(Evidence.objects.filter(pk__in=evidence_ids).values_list("claim_id", flat=True))):
+        _after_judging(claim_id)
 
 
 # --- the joins
@@ -261,6 +273,9 @@ def _after_sentence(sentence: Sentence) -> None:
 
 
 def _after_claim(claim: Claim) -> None:
+    # A claim that ended without judging (its search failed, it found no page) may have been
+    # the last one its chunk's judging batch waited for.
+    _judge_ready(claim.sentence)
     if services.sentence_finish(claim.sentence_id):
         _after_sentence(claim.sentence)
 
@@ -291,32 +306,62 @@ def verification_start(verification_id: str) -> None:
     sentences = services.sentences_save(verification=verification, segments=segment.segment(verification.text))
     if not sentences:
         services.verification_fail(verification_id, reason="the text has no sentences to check")
-    for sentence in sentences:
-        if sentence.status not in FINISHED:
-            send(sentence_decompose, sentence.pk)
+    for chunk in _decompose_chunks(s for s in sentences if s.status not in FINISHED):
+        send(sentences_decompose, chunk)
+
+
+@step("finding the claims of sentences", give_up=_fail_sentences)
+def sentences_decompose(sentence_ids: list[int]) -> None:
+    """One LLM call for a chunk of sentences (decompose.chunks); each sentence's claims are
+    cached on their own, so an edited text asks again only about the sentences whose paragraph
+    changed."""
+    sentences = list(Sentence.objects.filter(pk__in=sentence_ids).select_related("verification").order_by("index"))
+    if not sentences:
+        return
+    heartbeat.hold(sentences[0].verification_id)
+    begun = [sentence for sentence in sentences if services.sentence_begin(sentence)]
+    if not begun:
+        return
+    llm = providers.llm_client(begun[0].verification.settings["model"])
+    segmented = {sentence.pk: _segmented(sentence) for sentence in begun}
+    keys = {
+        pk: cache_key("decompose", llm.base_url, llm.model, decompose.SYSTEM_PROMPT, decompose.build_prompt([s]))
+        for pk, s in segmented.items()
+    }
+    found = {pk: drafts for pk in keys if (drafts := lookup(keys[pk])) is not None}
+    unknown = [sentence for sentence in begun if sentence.pk not in found]
+    if unknown:
+        try:
+            answers = decompose.decompose_chunk(llm, [segmented[sentence.pk] for sentence in unknown])
+        except StepError as error:
+            _fail_sentences([sentence.pk for sentence in unknown], reason=f"finding claims failed: {error}")
+            answers = {}
+        finally:
+            services.usage_add(begun[0].verification_id, usage=llm.usage)
+        for sentence in unknown:
+            if sentence.index in answers:
+                found[sentence.pk] = answers[sentence.index]
+                store(keys[sentence.pk], answers[sentence.index])
+            elif answers:
+                _fail_sentence(sentence.pk, reason=f"finding claims failed: {decompose.NOT_ANSWERED}")
+    for sentence in begun:
+        if sentence.pk in found:
+            _claims_save(sentence, found[sentence.pk])
 
 
 @step("finding the claims of a sentence", give_up=_fail_sentence)
 def sentence_decompose(sentence_id: int) -> None:
-    sentence = Sentence.objects.select_related("verification").get(pk=sentence_id)
-    heartbeat.hold(sentence.verification_id)
-    if not services.sentence_begin(sentence):
-        return
-    llm = providers.llm_client(sentence.verification.settings["model"])
-    segmented = _segmented(sentence)
-    key = cache_key("decompose", llm.base_url, llm.model, decompose.SYSTEM_PROMPT, decompose.build_prompt(segmented))
-    try:
-        drafts = remember(key, lambda: decompose.decompose_sentence(llm, segmented))
-    except StepError as error:
-        return _fail_sentence(sentence_id, reason=f"finding claims failed: {error}")
-    finally:
-        services.usage_add(sentence.verification_id, usage=llm.usage)
+    """The one-sentence form of sentences_decompose (messages queued before chunks existed)."""
+    sentences_decompose([sentence_id])
+
+
+def _claims_save(sentence: Sentence, drafts: list) -> None:
     budget = settings.MAX_CLAIMS_PER_RUN
     claims = services.claims_save(sentence=sentence, drafts=drafts, budget=budget)
     if claims is None:
         reason = f"skipped: this run's budget of {budget} claims (MAX_CLAIMS_PER_RUN) was spent"
-        return _fail_sentence(sentence_id, reason=reason)
-    if not claims and services.sentence_finish(sentence_id, note="no checkable claim in this sentence"):
+        return _fail_sentence(sentence.pk, reason=reason)
+    if not claims and services.sentence_finish(sentence.pk, note="no checkable claim in this sentence"):
         _after_sentence(sentence)
     for claim in claims:
         send(claim_search, claim.pk)
@@ -420,40 +465,64 @@ def host_categorize(host: str, verification_id: str) -> None:
     _after_hosts_typed(services.host_category_answer(host, source_type=source_type.value, decided_by="llm"))
 
 
+@step("judging evidence", give_up=_fail_evidence)
+def evidence_judge_batch(evidence_ids: list[int]) -> None:
+    """One LLM call for a batch of evidence of one or more claims (judge.pack); answers are
+    cached per claim and passage."""
+    batch = list(
+        Evidence.objects.filter(pk__in=evidence_ids)
+        .select_related("source", "claim__sentence__verification")
+        .order_by("claim__sentence__index", "claim__index", "pk")
+    )
+    if not batch:
+        return
+    verification = batch[0].claim.sentence.verification
+    heartbeat.hold(verification.pk)
+    items = [e for e in batch if e.status == Status.PENDING]
+    if items:
+        _judge(verification, items)
+    for claim_id in dict.fromkeys(e.claim_id for e in batch):
+        _after_judging(claim_id)
+
+
 @step("judging evidence", give_up=_fail_judging)
 def evidence_judge(claim_id: int, evidence_ids: list[int]) -> None:
-    claim = Claim.objects.select_related("sentence__verification").get(pk=claim_id)
-    heartbeat.hold(claim.sentence.verification_id)
-    items = list(
-        Evidence.objects.filter(pk__in=evidence_ids, status=Status.PENDING).select_related("source").order_by("pk")
-    )
-    if items:
-        llm = providers.llm_client(claim.sentence.verification.settings["model"])
-        keys = {
-            e.pk: cache_key("judge", llm.base_url, llm.model, judge.SYSTEM_PROMPT, claim.text, e.passage) for e in items
-        }
-        known = {e.pk: lookup(keys[e.pk]) for e in items}
-        services.judgements_save(replace(j, key=str(pk)) for pk, j in known.items() if j is not None)
-        unknown = [e for e in items if known[e.pk] is None]
-        if unknown:
-            try:
-                judgements = judge.judge_claim(
-                    llm,
-                    claim=claim.text,
-                    context=" ".join(claim.sentence.context),
-                    items=[
-                        EvidenceToJudge(key=str(e.pk), source_title=e.source.title, passage=e.passage) for e in unknown
-                    ],
-                )
-            except StepError as error:
-                return _fail_judging(claim_id, [e.pk for e in unknown], reason=f"judging failed: {error}")
-            finally:
-                services.usage_add(claim.sentence.verification_id, usage=llm.usage)
-            services.judgements_save(judgements)
-            for judgement in judgements:
-                if judgement.verdict is not None:
-                    store(keys[int(judgement.key)], judgement)
-    _after_judging(claim_id)
+    """The one-claim form of evidence_judge_batch (messages queued before batches existed)."""
+    evidence_judge_batch(evidence_ids)
+
+
+def _judge(verification: Verification, items: list[Evidence]) -> None:
+    llm = providers.llm_client(verification.settings["model"])
+    keys = {
+        e.pk: cache_key("judge", llm.base_url, llm.model, judge.SYSTEM_PROMPT, e.claim.text, e.passage) for e in items
+    }
+    known = {e.pk: lookup(keys[e.pk]) for e in items}
+    services.judgements_save(replace(j, key=str(pk)) for pk, j in known.items() if j is not None)
+    unknown = [e for e in items if known[e.pk] is None]
+    if not unknown:
+        return
+    by_claim: dict[int, list[Evidence]] = {}
+    for e in unknown:
+        by_claim.setdefault(e.claim_id, []).append(e)
+    claims = [
+        ClaimToJudge(
+            text=group[0].claim.text,
+            context=" ".join(group[0].claim.sentence.context),
+            items=tuple(EvidenceToJudge(key=str(e.pk), source_title=e.source.title, passage=e.passage) for e in group),
+        )
+        for group in by_claim.values()
+    ]
+    try:
+        judgements = judge.judge_claims(llm, claims)
+    except StepError as error:
+        services.evidence_fail([e.pk for e in unknown], reason=f"judging failed: {error}")
+        return
+    finally:
+        services.usage_add(verification.pk, usage=llm.usage)
+    services.judgements_save(judgements)
+    for judgement in judgements:
+        if judgement.verdict is not None:
+            store(keys[int(judgement.key)], judgement)
 
 
 # --- helpers of the steps
@@ -587,20 +656,72 @@ def _choose(results: list[SearchResult], page: PageSentences, run_settings: dict
 
 
 def _maybe_judge(claim_id: int) -> None:
-    """When the claim's last page is read, send its evidence to the judge in batches."""
-    if not services.claim_start_judging(claim_id):
-        return
+    """A claim's last page is read: judge its chunk's ready claims (see _judge_ready)."""
+    _judge_ready(Claim.objects.select_related("sentence").get(pk=claim_id).sentence)
+
+
+def _judge_ready(sentence: Sentence) -> None:
+    """Send the ready claims (every page read) of the sentence's decompose chunk to the judge,
+    packed into batches, once they fill a batch or nothing else of the chunk is still being
+    searched or read: claims share calls, and a slow page holds back at most one batch's
+    worth of other claims. A ready claim with nothing to judge finishes at once. Each claim is
+    taken by one caller (services.claim_start_judging)."""
+    chunks = _decompose_chunks(Sentence.objects.filter(verification_id=sentence.verification_id))
+    sentence_ids = next(ids for ids in chunks if sentence.pk in ids)
+    claims = Claim.objects.filter(sentence_id__in=sentence_ids)
+    unread = SearchResult.objects.filter(claim__in=claims).exclude(status__in=FINISHED).values("claim_id")
+    waiting = claims.filter(
+        Q(status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING])
+        | Q(status=ClaimStatus.READING, pk__in=unread)
+        | Q(status=ClaimStatus.READING, search_results__isnull=True)
+    ).exists()
+    ready = list(
+        claims.filter(status=ClaimStatus.READING, search_results__isnull=False)
+        .exclude(pk__in=unread)
+        .annotate(pending=Count("evidence", filter=Q(evidence__status=Status.PENDING), distinct=True))
+        .order_by("sentence__index", "index")
+        .distinct()
+    )
+    if waiting:
+        ready = [claim for claim in ready if not claim.pending] + _full_batch([c for c in ready if c.pending])
+    groups = []
+    for claim in ready:
+        if services.claim_start_judging(claim.pk):
+            groups.append(_to_judge(claim.pk))
+    for batch in judge.pack([group for group in groups if group]):
+        send(evidence_judge_batch, batch)
+
+
+def _full_batch(ready: list[Claim]) -> list[Claim]:
+    """While a chunk's other claims are still read: the first ready claims that fill one
+    batch (up to BATCH_SIZE items, or one larger claim), or none when they do not fill it."""
+    taken: list[Claim] = []
+    for claim in ready:
+        if taken and sum(c.pending for c in taken) + claim.pending > judge.BATCH_SIZE:
+            break
+        taken.append(claim)
+    return taken if sum(c.pending for c in taken) >= judge.BATCH_SIZE or len(taken) < len(ready) else []
+
+
+def _to_judge(claim_id: int) -> list[int]:
+    """A claim just taken for judging: its evidence left to judge (copies of a text follow the
+    item that counts). With none, the claim finishes here."""
     _mark_duplicates(claim_id)
     pending = Evidence.objects.filter(claim_id=claim_id, status=Status.PENDING, duplicate_of__isnull=True)
     evidence_ids = list(pending.values_list("pk", flat=True))
     if not evidence_ids and Evidence.objects.filter(claim_id=claim_id).exists():
         _after_judging(claim_id)  # judged before (a retried run): nothing new to judge
-        return
-    if not evidence_ids:
+    elif not evidence_ids:
         _finish_without_evidence(claim_id)
-        return
-    for batch in judge.batches(evidence_ids):
-        send(evidence_judge, claim_id, batch)
+    return evidence_ids
+
+
+def _decompose_chunks(sentences) -> list[list[int]]:
+    """Sentence ids grouped as decompose.chunks groups them (the same groups are judged together)."""
+    sentences = list(sentences)
+    by_index = {sentence.index: sentence.pk for sentence in sentences}
+    segmented = [_segmented(sentence) for sentence in sentences]
+    return [[by_index[s.index] for s in chunk] for chunk in decompose.chunks(segmented)]
 
 
 def _mark_duplicates(claim_id: int) -> None:

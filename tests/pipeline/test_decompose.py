@@ -1,13 +1,20 @@
+from dataclasses import replace
+
 import pytest
 
 from tests.pipeline.fake_model import FakeModel
 from verification.pipeline.decompose import (
+    CHUNK_SENTENCES,
     MAX_CLAIMS_PER_SENTENCE,
     MAX_QUERY_CHARS,
     SCHEMA,
     SYSTEM_PROMPT,
     build_prompt,
+    chunks,
+    decompose_chunk,
     decompose_sentence,
+    labels,
+    parse_chunk,
     parse_claims,
 )
 from verification.pipeline.types import ClaimDraft, MalformedAnswer, SegmentedSentence
@@ -33,21 +40,127 @@ CONTEXT = (
 
 
 def test_build_prompt_numbers_the_context_and_names_the_target():
-    prompt = build_prompt(sentence(CONTEXT, 1))
+    prompt = build_prompt([sentence(CONTEXT, 1)])
 
     assert prompt == (
         "Context:\n"
         "S1: Metformin is the first-line drug for type 2 diabetes.\n"
         "S2: It was approved in the US in 1994.\n"
         "S3: I hope this helps!\n"
-        "Target sentence: S2\n"
+        "Target sentences: S2\n"
         "Answer:"
     )
 
 
 @pytest.mark.parametrize(("position", "target"), [(0, "S1"), (2, "S3")])
 def test_build_prompt_targets_the_sentence_position(position, target):
-    assert build_prompt(sentence(CONTEXT, position)).endswith(f"Target sentence: {target}\nAnswer:")
+    assert build_prompt([sentence(CONTEXT, position)]).endswith(f"Target sentences: {target}\nAnswer:")
+
+
+OTHER = ("Aspirin thins the blood.", "It was first sold in 1899.")
+
+
+def chunk() -> list[SegmentedSentence]:
+    return [
+        replace(sentence(CONTEXT, 0), index=0),
+        replace(sentence(CONTEXT, 1), index=1),
+        replace(sentence(OTHER, 1), index=3, paragraph_index=1),
+    ]
+
+
+def test_build_prompt_sends_each_paragraph_once_and_numbers_across_them():
+    assert build_prompt(chunk()) == (
+        "Context:\n"
+        "S1: Metformin is the first-line drug for type 2 diabetes.\n"
+        "S2: It was approved in the US in 1994.\n"
+        "S3: I hope this helps!\n"
+        "\n"
+        "S4: Aspirin thins the blood.\n"
+        "S5: It was first sold in 1899.\n"
+        "Target sentences: S1, S2, S5\n"
+        "Answer:"
+    )
+    assert labels(chunk()) == {"S1": 0, "S2": 1, "S5": 3}
+
+
+def test_chunks_bound_the_sentences_and_the_context_of_a_call():
+    long_paragraph = tuple(f"Sentence {i} says a fact of {'x' * 300}." for i in range(12))
+    sentences = [replace(sentence(long_paragraph, i), index=i) for i in range(12)]
+    sentences += [replace(sentence(CONTEXT, 0), index=12, paragraph_index=1)]
+
+    groups = chunks(sentences)
+
+    assert [[s.index for s in g] for g in groups] == [list(range(CHUNK_SENTENCES)), [10, 11], [12]]
+
+
+def test_chunks_keep_short_paragraphs_together():
+    assert [[s.index for s in g] for g in chunks(chunk())] == [[0, 1, 3]]
+
+
+def test_parse_chunk_maps_labels_to_sentences_and_leaves_out_what_is_missing():
+    answer = {
+        "sentences": [
+            {"sentence": "S2", "claims": [{"claim": "Metformin was approved in 1994.", "query": "metformin 1994"}]},
+            {"sentence": "S1", "claims": []},
+            {"sentence": "S9", "claims": [{"claim": "Not asked.", "query": "x"}]},
+        ]
+    }
+
+    assert parse_chunk(answer, {"S1": 0, "S2": 1, "S5": 3}) == {
+        0: [],
+        1: [ClaimDraft("Metformin was approved in 1994.", "metformin 1994")],
+    }
+
+
+def test_parse_chunk_reads_plain_text_sections():
+    answer = (
+        "Here you go.\nS1:\n- Metformin treats diabetes | metformin diabetes\nS2: none\nS5:\n- Aspirin was sold in 1899"
+    )
+
+    assert parse_chunk(answer, {"S1": 0, "S2": 1, "S5": 3}) == {
+        0: [ClaimDraft("Metformin treats diabetes", "metformin diabetes")],
+        1: [],
+        3: [ClaimDraft("Aspirin was sold in 1899", "Aspirin was sold in 1899")],
+    }
+
+
+@pytest.mark.parametrize(
+    "answer", [{"sentences": []}, {"sentences": [{"sentence": "S9", "claims": []}]}, {"claims": []}, "nothing"]
+)
+def test_parse_chunk_rejects_an_answer_that_covers_no_target(answer):
+    with pytest.raises(MalformedAnswer):
+        parse_chunk(answer, {"S1": 0, "S2": 1})
+
+
+class Answers:
+    """A model that answers each call with the next of its answers."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.users: list[str] = []
+
+    def complete(self, *, system, user, schema_name, schema, parse):
+        self.users.append(user)
+        return parse(self.answers.pop(0))
+
+
+def test_decompose_chunk_asks_again_only_about_the_sentences_left_out():
+    model = Answers(
+        {"sentences": [{"sentence": "S1", "claims": []}]},
+        {"sentences": [{"sentence": "S2", "claims": [{"claim": "Metformin was approved in 1994.", "query": "q"}]}]},
+    )
+
+    found = decompose_chunk(model, chunk())
+
+    assert found == {0: [], 1: [ClaimDraft("Metformin was approved in 1994.", "q")]}  # S5 never answered
+    assert model.users[1].endswith("Target sentences: S2, S5\nAnswer:")
+
+
+def test_decompose_sentence_fails_when_the_model_leaves_the_sentence_out_twice():
+    model = Answers({"sentences": [{"sentence": "S7", "claims": []}]}, "S7: none")
+
+    with pytest.raises(MalformedAnswer):
+        decompose_sentence(model, sentence(CONTEXT, 1))
 
 
 @pytest.mark.parametrize(
@@ -192,7 +305,7 @@ def test_decompose_sentence_asks_the_model_with_the_prompt_and_schema():
     assert model.calls == [
         {
             "system": SYSTEM_PROMPT,
-            "user": build_prompt(target),
+            "user": build_prompt([target]),
             "schema_name": "claims",
             "schema": SCHEMA,
         }

@@ -10,10 +10,12 @@ from verification.pipeline.judge import (
     batches,
     build_prompt,
     judge_claim,
+    judge_claims,
+    pack,
     parse_judgements,
     parse_verdict,
 )
-from verification.pipeline.types import EvidenceToJudge, Judgement, MalformedAnswer, Verdict
+from verification.pipeline.types import ClaimToJudge, EvidenceToJudge, Judgement, MalformedAnswer, Verdict
 
 LABELS = {"E1": "ev-1", "E2": "ev-2", "E3": "ev-3"}
 
@@ -165,7 +167,7 @@ def test_parse_verdict_accepts_synonyms(value, expected):
         (0, 8, []),
         (3, 2, [[0, 1], [2]]),
         (4, 2, [[0, 1], [2, 3]]),
-        (17, BATCH_SIZE, [list(range(0, 8)), list(range(8, 16)), [16]]),
+        (33, BATCH_SIZE, [list(range(0, 16)), list(range(16, 32)), [32]]),
     ],
 )
 def test_batches_splits_in_order(count, size, expected):
@@ -178,21 +180,43 @@ def test_build_prompt_labels_each_passage_with_its_source():
         EvidenceToJudge("b", "", "The tower is in Paris."),
     ]
 
-    prompt = build_prompt("The Eiffel Tower was completed in 1889.", "The tower. Its age.", items)
+    prompt = build_prompt(
+        [ClaimToJudge("The Eiffel Tower was completed in 1889.", "The tower. Its age.", tuple(items))]
+    )
 
     assert prompt == (
-        "Context paragraph:\nThe tower. Its age.\n\n"
-        "Claim: The Eiffel Tower was completed in 1889.\n\n"
-        "Evidence passages:\n"
+        "Context paragraphs:\nP1: The tower. Its age.\n\n"
+        "C1 (from P1): The Eiffel Tower was completed in 1889.\n\n"
         "E1 (from: Eiffel Tower - Wiki)\nThe tower was completed in 1889.\n\n"
         "E2\nThe tower is in Paris."
     )
 
 
-def test_build_prompt_truncates_long_titles_and_passages():
-    items = [EvidenceToJudge("a", "T" * 400, "p" * (MAX_PASSAGE_CHARS + 1000) + "END")]
+def test_build_prompt_sends_each_paragraph_once_and_numbers_evidence_across_claims():
+    claims = [
+        ClaimToJudge("Claim one.", "Paragraph A.", (EvidenceToJudge("a", "", "Passage a."),)),
+        ClaimToJudge("Claim two.", "Paragraph B.", (EvidenceToJudge("b", "", "Passage b."),)),
+        ClaimToJudge("Claim three.", "Paragraph A.", (EvidenceToJudge("c", "", "Passage c."),)),
+    ]
 
-    prompt = build_prompt("claim", "context", items)
+    assert build_prompt(claims) == (
+        "Context paragraphs:\nP1: Paragraph A.\nP2: Paragraph B.\n\n"
+        "C1 (from P1): Claim one.\n\nE1\nPassage a.\n\n"
+        "C2 (from P2): Claim two.\n\nE2\nPassage b.\n\n"
+        "C3 (from P1): Claim three.\n\nE3\nPassage c."
+    )
+
+
+def test_build_prompt_does_not_repeat_a_title_the_passage_starts_with():
+    items = (EvidenceToJudge("a", "Eiffel Tower - Wiki", "Eiffel Tower - Wiki The tower is in Paris."),)
+
+    assert "(from:" not in build_prompt([ClaimToJudge("c", "ctx", items)])
+
+
+def test_build_prompt_truncates_long_titles_and_passages():
+    items = (EvidenceToJudge("a", "T" * 400, "p" * (MAX_PASSAGE_CHARS + 1000) + "END"),)
+
+    prompt = build_prompt([ClaimToJudge("claim", "context", items)])
 
     assert f"E1 (from: {'T' * 150})\n" in prompt
     assert "T" * 151 not in prompt
@@ -222,11 +246,38 @@ def test_judge_claim_maps_labels_back_to_evidence_keys():
     assert model.calls == [
         {
             "system": SYSTEM_PROMPT,
-            "user": build_prompt("Completed in 1889.", "ctx", items),
+            "user": build_prompt([ClaimToJudge("Completed in 1889.", "ctx", tuple(items))]),
             "schema_name": "judgements",
             "schema": SCHEMA,
         }
     ]
+
+
+def test_judge_claims_maps_labels_of_every_claim_in_order():
+    claims = [
+        ClaimToJudge("One.", "ctx", (EvidenceToJudge("a", "", "x"), EvidenceToJudge("b", "", "y"))),
+        ClaimToJudge("Two.", "ctx", (EvidenceToJudge("c", "", "z"),)),
+    ]
+    model = FakeModel("E3: supported: says two\nE1: irrelevant: off topic")
+
+    assert judge_claims(model, claims) == [
+        Judgement("a", Verdict.IRRELEVANT, "off topic"),
+        missing("b"),
+        Judgement("c", Verdict.SUPPORTED, "says two"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("groups", "expected"),
+    [
+        ([[1, 2], [3], [4, 5]], [[1, 2, 3], [4, 5]]),
+        ([[1, 2, 3, 4, 5]], [[1, 2, 3], [4, 5]]),
+        ([[1, 2], [3, 4]], [[1, 2], [3, 4]]),
+        ([], []),
+    ],
+)
+def test_pack_keeps_a_claims_evidence_together_unless_it_is_larger_than_a_batch(groups, expected):
+    assert pack(groups, 3) == expected
 
 
 def test_judge_claim_ignores_labels_beyond_its_batch():

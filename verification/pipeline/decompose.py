@@ -1,80 +1,205 @@
-"""Sentence (with its paragraph as context) → standalone atomic claims, each with a web query."""
+"""Sentences (with their paragraphs as context) → standalone atomic claims, each with a web query.
+
+One call decomposes a chunk of consecutive sentences (FaStfact's chunked extraction): the
+instructions and the paragraphs are sent once instead of once per sentence. Every claim stays
+tied to the sentence it came from."""
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from .types import ClaimDraft, JsonLLM, MalformedAnswer, SegmentedSentence
 
 MAX_CLAIMS_PER_SENTENCE = 8
 MAX_QUERY_CHARS = 200
+# Target sentences per call and characters of context per call: enough to pay the instructions
+# once for a typical chatbot answer, few enough that a small local model keeps every sentence
+# apart (and that the run's first sentences do not wait for a long text's last ones).
+CHUNK_SENTENCES = 10
+CHUNK_CHARS = 3000
 
-# Worded after the FACTS&EVIDENCE prompt: the paragraph is numbered S1..Sn so the model can
-# resolve "it"/"this treatment" from earlier sentences, but only the target sentence is split.
-# The example shows decontextualization and an empty answer for an opinion, because models
-# otherwise invent claims for greetings and hedges.
-SYSTEM_PROMPT = """You split one sentence of an AI-written text into atomic claims for fact-checking.
+# Worded after the FACTS&EVIDENCE prompt: the paragraphs are numbered S1..Sn so the model can
+# resolve "it"/"this treatment" from earlier sentences, and only the target sentences are split.
+# The example shows decontextualization and an empty list for an opinion, because models
+# otherwise invent claims for greetings and hedges; every target is listed in the answer so a
+# sentence the model skips is noticed (and asked again) instead of read as "no claims".
+SYSTEM_PROMPT = """You split sentences of an AI-written text into atomic claims for fact-checking.
 An atomic claim states exactly one checkable fact. Each claim must stand alone: replace
 pronouns and references ("it", "this drug", "the company") with the names they refer to in the
 context. Do not add facts that the sentence does not state. Opinions, greetings, advice and
 questions have no claims. For each claim also write a short web search query that would find
-evidence for or against it.
+evidence for or against it. Paragraphs are separated by a blank line.
 
 Example
 Context:
 S1: Metformin is the first-line drug for type 2 diabetes.
 S2: It lowers blood sugar by reducing glucose production in the liver and was approved in the US in 1994.
 S3: I hope this helps!
-Target sentence: S2
+Target sentences: S2, S3
 Answer:
-{"claims": [
- {"claim": "Metformin lowers blood sugar.", "query": "metformin lowers blood sugar"},
- {"claim": "Metformin reduces glucose production in the liver.", "query": "metformin liver glucose production"},
- {"claim": "Metformin was approved in the US in 1994.", "query": "metformin FDA approval 1994"}]}
+{"sentences": [
+ {"sentence": "S2", "claims": [
+  {"claim": "Metformin lowers blood sugar.", "query": "metformin lowers blood sugar"},
+  {"claim": "Metformin reduces glucose production in the liver.", "query": "metformin liver glucose production"},
+  {"claim": "Metformin was approved in the US in 1994.", "query": "metformin FDA approval 1994"}]},
+ {"sentence": "S3", "claims": []}]}
 
-With target sentence S3 the answer is {"claims": []}.
-
-Answer with JSON: {"claims": [{"claim": ..., "query": ...}]}. In plain text, write one claim per
-line as "- claim | query"."""
+Answer every target sentence, in order. In plain text, write a line "S2:" per target sentence,
+then one claim per line as "- claim | query" (nothing for a sentence with no claims)."""
 
 SCHEMA = {
     "type": "object",
     "properties": {
-        "claims": {
+        "sentences": {
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"claim": {"type": "string"}, "query": {"type": "string"}},
-                "required": ["claim", "query"],
+                "properties": {
+                    "sentence": {"type": "string"},
+                    "claims": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {"claim": {"type": "string"}, "query": {"type": "string"}},
+                            "required": ["claim", "query"],
+                            "additionalProperties": False,
+                        },
+                    },
+                },
+                "required": ["sentence", "claims"],
                 "additionalProperties": False,
             },
         }
     },
-    "required": ["claims"],
+    "required": ["sentences"],
     "additionalProperties": False,
 }
 
+NOT_ANSWERED = "the model left this sentence out of its answer (asked twice)"
 
-def build_prompt(sentence: SegmentedSentence) -> str:
-    lines = [f"S{i}: {text}" for i, text in enumerate(sentence.context, start=1)]
-    return "Context:\n" + "\n".join(lines) + f"\nTarget sentence: S{sentence.position_in_context + 1}\nAnswer:"
+
+def chunks(sentences: Sequence[SegmentedSentence]) -> list[list[SegmentedSentence]]:
+    """Consecutive sentences (in text order) grouped for one call each: at most CHUNK_SENTENCES
+    targets and CHUNK_CHARS characters of context (a paragraph chunk longer than that goes
+    alone). Depends only on the sentences, so every task and the sweeper find the same chunks."""
+    groups: list[list[SegmentedSentence]] = []
+    size = 0
+    seen: set[tuple[str, ...]] = set()
+    for sentence in sorted(sentences, key=lambda s: s.index):
+        new_context = sentence.context not in seen
+        grows = sum(map(len, sentence.context)) if new_context else 0
+        if not groups or len(groups[-1]) >= CHUNK_SENTENCES or (new_context and size + grows > CHUNK_CHARS):
+            groups.append([])
+            size, seen = 0, set()
+            grows = sum(map(len, sentence.context))
+        groups[-1].append(sentence)
+        seen.add(sentence.context)
+        size += grows
+    return groups
+
+
+def build_prompt(targets: Sequence[SegmentedSentence]) -> str:
+    """Each paragraph (chunk) of the targets once, numbered S1..Sn across paragraphs, then the
+    targets' numbers."""
+    lines, asked = _numbered(targets)
+    return "Context:\n" + "\n".join(lines) + f"\nTarget sentences: {', '.join(asked)}\nAnswer:"
+
+
+def labels(targets: Sequence[SegmentedSentence]) -> dict[str, int]:
+    """{"S3": sentence index} for the targets, as build_prompt numbers them."""
+    return {label: sentence.index for label, sentence in zip(_numbered(targets)[1], targets, strict=True)}
+
+
+def _numbered(targets: Sequence[SegmentedSentence]) -> tuple[list[str], list[str]]:
+    lines: list[str] = []
+    asked: list[str] = []
+    first: dict[tuple[str, ...], int] = {}
+    for sentence in targets:
+        if sentence.context not in first:
+            first[sentence.context] = len(first and [line for line in lines if line]) + 1
+            lines += [""] if lines else []
+            lines += [f"S{first[sentence.context] + i}: {text}" for i, text in enumerate(sentence.context)]
+        asked.append(f"S{first[sentence.context] + sentence.position_in_context}")
+    return lines, asked
+
+
+def decompose_chunk(llm: JsonLLM, targets: Sequence[SegmentedSentence]) -> dict[int, list[ClaimDraft]]:
+    """{sentence index: its claims} for the targets. Sentences the answer leaves out are asked
+    once more on their own call; those still missing are absent from the result."""
+    found: dict[int, list[ClaimDraft]] = {}
+    for _attempt in range(2):
+        missing = [s for s in targets if s.index not in found]
+        if not missing:
+            break
+        found |= _ask(llm, missing)
+    return found
+
+
+def _ask(llm: JsonLLM, targets: Sequence[SegmentedSentence]) -> dict[int, list[ClaimDraft]]:
+    asked = labels(targets)
+    return llm.complete(
+        system=SYSTEM_PROMPT,
+        user=build_prompt(targets),
+        schema_name="claims",
+        schema=SCHEMA,
+        parse=lambda answer: parse_chunk(answer, asked),
+    )
 
 
 def decompose_sentence(llm: JsonLLM, sentence: SegmentedSentence) -> list[ClaimDraft]:
-    return llm.complete(
-        system=SYSTEM_PROMPT,
-        user=build_prompt(sentence),
-        schema_name="claims",
-        schema=SCHEMA,
-        parse=parse_claims,
-    )
+    found = decompose_chunk(llm, [sentence])
+    if sentence.index not in found:
+        raise MalformedAnswer(NOT_ANSWERED)
+    return found[sentence.index]
+
+
+_HEADER = re.compile(r"^\W*(S\d+)\W*:?\s*(.*)$")
+
+
+def parse_chunk(answer: Any, asked: dict[str, int]) -> dict[int, list[ClaimDraft]]:
+    """The answer → {sentence index: claims} for the labels asked about (S3 → index). A label
+    not in the answer is left out; an answer that covers none of them is malformed. With one
+    target, the single-sentence shapes parse_claims knows are accepted too."""
+    if isinstance(answer, dict) and isinstance(answer.get("sentences"), list):
+        entries = [
+            (str(e.get("sentence", "")), e.get("claims", [])) for e in answer["sentences"] if isinstance(e, dict)
+        ]
+    elif isinstance(answer, str) and any(
+        _HEADER.match(line) and not _BULLET.match(line) for line in answer.splitlines()
+    ):
+        entries = _sections(answer)
+    elif len(asked) == 1:
+        return {next(iter(asked.values())): parse_claims(answer)}
+    else:
+        raise MalformedAnswer("expected an object with a 'sentences' list")
+    found: dict[int, list[ClaimDraft]] = {}
+    for label, claims in entries:
+        index = asked.get(label.strip().upper())
+        if index is not None and index not in found:
+            found[index] = parse_claims({"claims": claims} if isinstance(claims, list) else claims)
+    if not found:
+        raise MalformedAnswer("the answer covers none of the target sentences")
+    return found
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    """Plain text "S2:" headers, each followed by its bullets (or "none")."""
+    sections: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        header = _HEADER.match(line)
+        if header and not _BULLET.match(line):
+            sections.append((header.group(1), [header.group(2)] if header.group(2) else []))
+        elif sections:
+            sections[-1][1].append(line)
+    return [(label, "\n".join(lines).strip()) for label, lines in sections]
 
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(.+)$")
 
 
 def parse_claims(answer: Any) -> list[ClaimDraft]:
-    """The model's answer → claims. Accepts the JSON shape asked for, a bare list, or plain
-    text with one "- claim | query" bullet per line (servers without structured output)."""
+    """One sentence's claims. Accepts the JSON shape asked for, a bare list, or plain text with
+    one "- claim | query" bullet per line (servers without structured output)."""
     if isinstance(answer, dict) and isinstance(answer.get("claims"), list):
         items = answer["claims"]
     elif isinstance(answer, list):

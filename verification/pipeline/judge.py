@@ -1,31 +1,37 @@
-"""Claim + evidence passages → a verdict and rationale for each passage.
+"""Claims + evidence passages → a verdict and rationale for each passage.
 
-One call judges a batch of passages for one claim (the design paper asked once per claim and
-passage): the claim and its context are read once and the model can compare passages, at a
-fraction of the calls and tokens."""
+One call judges the evidence of several claims (those decomposed together, as their pages are
+read), up to BATCH_SIZE items: the instructions and each paragraph are read once per call instead
+of once per claim, and the model can compare passages. The design paper asked once per claim and
+passage."""
 
 import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from .types import EvidenceToJudge, JsonLLM, Judgement, MalformedAnswer, Verdict
+from .types import ClaimToJudge, EvidenceToJudge, JsonLLM, Judgement, MalformedAnswer, Verdict
 
-# Passages per call: enough to save calls, few enough for small local models to keep track.
-BATCH_SIZE = 8
+# Evidence items (pages) per call: twice what one claim has at the default top-k, so claims
+# share the instructions; few enough that a small local model keeps track and a failed call
+# fails few items.
+BATCH_SIZE = 16
 # An item is up to top-k excerpts of one page (with context), so it gets room for several.
 MAX_PASSAGE_CHARS = 4000
+MAX_TITLE_CHARS = 150
 
-# The rationale comes before the verdict so the model reasons first (chain of thought);
+# The rationale comes before the verdict so the model reasons first (chain of thought), and is
+# one short sentence: a model writes slowly, and the verdict needs the reason, not an essay.
 # "irrelevant" is spelled out because models otherwise call off-topic passages "not supported",
 # which would count against a true claim.
 SYSTEM_PROMPT = """You check claims from an AI-written text against evidence passages from the web.
-Each passage is one or more excerpts of one web page, joined by " … ". For each passage decide:
+Each passage is one or more excerpts of one web page, joined by " … ", listed under the claim
+it is evidence for. For each passage decide:
 - supported: the passage states or clearly implies that the claim is true;
 - not_supported: the passage is about the claim's subject and contradicts it, or shows it is wrong;
 - irrelevant: the passage does not address the claim, or says too little to decide.
-Judge only from the passage, not from what you know. The paragraph the claim came from is
-given as context for what the claim means. For every passage, write a short rationale (one to
-three sentences: what the passage says and how it bears on the claim), then the verdict.
+Judge only from the passage, not from what you know. The paragraph a claim came from (P1..) is
+context for what the claim means. For every passage, first write a rationale of one short
+sentence (at most 20 words: what the passage says about the claim), then the verdict.
 Answer with JSON: {"judgements": [{"evidence": "E1", "rationale": ..., "verdict": ...}, ...]}
 with one entry per passage. In plain text, write one line per passage: "E1: verdict: rationale"."""
 
@@ -59,26 +65,56 @@ def batches(items: Sequence[T], size: int = BATCH_SIZE) -> list[list[T]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
-def build_prompt(claim: str, context: str, items: Sequence[EvidenceToJudge]) -> str:
-    passages = "\n\n".join(
-        f"E{i}"
-        + (f" (from: {item.source_title[:150]})" if item.source_title else "")
-        + f"\n{item.passage[:MAX_PASSAGE_CHARS]}"
-        for i, item in enumerate(items, start=1)
-    )
-    return f"Context paragraph:\n{context}\n\nClaim: {claim}\n\nEvidence passages:\n{passages}"
+def pack(groups: Sequence[Sequence[T]], size: int = BATCH_SIZE) -> list[list[T]]:
+    """Groups (a claim's evidence) packed in order into batches of at most `size`; a group is
+    split only when it does not fit in a batch of its own."""
+    packed: list[list[T]] = []
+    for group in groups:
+        for part in batches(group, size):
+            if packed and len(packed[-1]) + len(part) <= size:
+                packed[-1].extend(part)
+            else:
+                packed.append(list(part))
+    return packed
 
 
-def judge_claim(llm: JsonLLM, *, claim: str, context: str, items: Sequence[EvidenceToJudge]) -> list[Judgement]:
-    """One call for up to BATCH_SIZE items; a judgement per item, in order."""
+def build_prompt(claims: Sequence[ClaimToJudge]) -> str:
+    """Each paragraph once (P1..), then each claim (C1..) with its passages (E1.., numbered
+    across claims). A page title the passage already starts with is not repeated."""
+    paragraphs: dict[str, int] = {}
+    for claim in claims:
+        paragraphs.setdefault(claim.context, len(paragraphs) + 1)
+    parts = ["Context paragraphs:\n" + "\n".join(f"P{n}: {text}" for text, n in paragraphs.items())]
+    number = 0
+    for c, claim in enumerate(claims, start=1):
+        passages = []
+        for item in claim.items:
+            number += 1
+            passages.append(f"E{number}{_title(item)}\n{item.passage[:MAX_PASSAGE_CHARS]}")
+        parts.append(f"C{c} (from P{paragraphs[claim.context]}): {claim.text}\n\n" + "\n\n".join(passages))
+    return "\n\n".join(parts)
+
+
+def _title(item: EvidenceToJudge) -> str:
+    title = item.source_title[:MAX_TITLE_CHARS]
+    return f" (from: {title})" if title and not item.passage.startswith(title) else ""
+
+
+def judge_claims(llm: JsonLLM, claims: Sequence[ClaimToJudge]) -> list[Judgement]:
+    """One call for up to BATCH_SIZE items of several claims; a judgement per item, in order."""
+    items = [item for claim in claims for item in claim.items]
     labels = {f"E{i}": item.key for i, item in enumerate(items, start=1)}
     return llm.complete(
         system=SYSTEM_PROMPT,
-        user=build_prompt(claim, context, items),
+        user=build_prompt(claims),
         schema_name="judgements",
         schema=SCHEMA,
         parse=lambda answer: parse_judgements(answer, labels),
     )
+
+
+def judge_claim(llm: JsonLLM, *, claim: str, context: str, items: Sequence[EvidenceToJudge]) -> list[Judgement]:
+    return judge_claims(llm, [ClaimToJudge(text=claim, context=context, items=tuple(items))])
 
 
 _LINE = re.compile(r"^\W*(E\d+)\W+([A-Za-z_]+(?:[ -][A-Za-z_]+)*?)\s*(?::|\s[-–—]|[–—])\s*(.*)$")

@@ -110,6 +110,15 @@ class EvidenceToJudge:
 
 
 @dataclass(frozen=True)
+class ClaimToJudge:
+    """A claim, the paragraph it came from and its evidence, as one call judges it with others."""
+
+    text: str
+    context: str
+    items: tuple[EvidenceToJudge, ...]
+
+
+@dataclass(frozen=True)
 class Judgement:
     key: str
     verdict: Verdict | None
