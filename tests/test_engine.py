@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from tests.fakes import FakePage, FakeSite
 from verification.models import Verification
 from verification.pipeline import decompose as decompose_step
 
@@ -293,3 +294,31 @@ def test_a_sentence_whose_claims_exceed_the_runs_budget_is_skipped_with_the_reas
     assert Verification.objects.get(pk=result["id"]).claims_used == 3
     assert result["status"] == "done"  # the checked sentence's evidence was judged
     assert "decompose" in {p["step"] for p in result["problems"]}  # (the sample web has a 403 page too)
+
+
+def test_a_slow_page_holds_back_only_the_sentence_that_cites_it(client, world, celery_worker):
+    # Two sentences decomposed in one call, each with its own page: the second page takes
+    # seconds. The first sentence's claim is judged without waiting for it (at most the judge's
+    # short linger for a shared call).
+    fast = FakeSite(pages={"/vostok": FakePage("Lake Vostok", "Lake Vostok lies under the Antarctic ice sheet.")})
+    slow = FakeSite(
+        pages={"/trench": FakePage("Mariana Trench", "The Mariana Trench is the deepest point of the ocean.")},
+        latency=6.0,
+    )
+    world.serper.sites[:] = [fast.start(), slow.start()]
+    text = "Lake Vostok lies under the Antarctic ice sheet. The Mariana Trench is the deepest point of the ocean."
+    try:
+        verification_id = run(client, text=text, retrieval_mode="sparse")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            early = client.get(f"/api/verifications/{verification_id}").json()
+            if early["sentences"] and early["sentences"][0]["score"] is not None:
+                break
+            time.sleep(0.05)
+
+        assert early["sentences"][0]["score"] is not None, early["progress"]
+        assert early["status"] == "running" and early["sentences"][1]["score"] is None
+        assert wait_for(client, verification_id)["status"] == "done"
+    finally:
+        fast.stop()
+        slow.stop()

@@ -89,12 +89,12 @@ def step(doing: str, give_up=None):
     return app.task(base=StepTask, doing=doing, give_up=staticmethod(give_up) if give_up else None)
 
 
-def send(task, *args) -> None:
-    """Enqueue after the current transaction commits. A broker that cannot take the message
-    (Redis restarting) loses nothing: the item's row stays unfinished and the sweeper sends
-    it again."""
+def send(task, *args, countdown: float | None = None) -> None:
+    """Enqueue after the current transaction commits (to run `countdown` seconds later). A
+    broker that cannot take the message (Redis restarting) loses nothing: the item's row stays
+    unfinished and the sweeper sends it again."""
     try:
-        task.delay_on_commit(*args)
+        task.apply_async_on_commit(args, countdown=countdown)
     except BrokerError as error:
         logger.warning("could not enqueue %s%r (%s); the sweeper will resume it", task.name, args, error)
 
@@ -660,12 +660,13 @@ def _maybe_judge(claim_id: int) -> None:
     _judge_ready(Claim.objects.select_related("sentence").get(pk=claim_id).sentence)
 
 
-def _judge_ready(sentence: Sentence) -> None:
+def _judge_ready(sentence: Sentence, *, lingered: bool = False) -> None:
     """Send the ready claims (every page read) of the sentence's decompose chunk to the judge,
-    packed into batches, once they fill a batch or nothing else of the chunk is still being
-    searched or read: claims share calls, and a slow page holds back at most one batch's
-    worth of other claims. A ready claim with nothing to judge finishes at once. Each claim is
-    taken by one caller (services.claim_start_judging)."""
+    packed into batches, once they fill a batch, or nothing else of the chunk is still being
+    searched or read, or the first of them has waited JUDGE_LINGER_S (`lingered`): claims
+    share calls, and a slow page elsewhere in the chunk holds a sentence's colour back by at
+    most that. A ready claim with nothing to judge finishes at once. Each claim is taken by one
+    caller (services.claim_start_judging)."""
     chunks = _decompose_chunks(Sentence.objects.filter(verification_id=sentence.verification_id))
     sentence_ids = next(ids for ids in chunks if sentence.pk in ids)
     claims = Claim.objects.filter(sentence_id__in=sentence_ids)
@@ -682,14 +683,33 @@ def _judge_ready(sentence: Sentence) -> None:
         .order_by("sentence__index", "index")
         .distinct()
     )
-    if waiting:
-        ready = [claim for claim in ready if not claim.pending] + _full_batch([c for c in ready if c.pending])
+    if waiting and not lingered:
+        held = [claim for claim in ready if claim.pending]
+        batch = _full_batch(held)
+        if len(batch) < len(held):
+            send(judge_lingered, sentence.pk, countdown=JUDGE_LINGER_S)
+        ready = [claim for claim in ready if not claim.pending] + batch
     groups = []
     for claim in ready:
         if services.claim_start_judging(claim.pk):
             groups.append(_to_judge(claim.pk))
     for batch in judge.pack([group for group in groups if group]):
         send(evidence_judge_batch, batch)
+
+
+# How long a claim whose pages are all read waits for the other claims of its chunk to be read
+# too, so that they share one judge call.
+JUDGE_LINGER_S = 1.0
+
+
+@step("judging evidence")
+def judge_lingered(sentence_id: int) -> None:
+    """The claims of a chunk that waited JUDGE_LINGER_S for others go to the judge now."""
+    sentence = Sentence.objects.filter(pk=sentence_id).first()
+    if sentence is None:  # its run was deleted meanwhile
+        return
+    heartbeat.hold(sentence.verification_id)
+    _judge_ready(sentence, lingered=True)
 
 
 def _full_batch(ready: list[Claim]) -> list[Claim]:
