@@ -121,6 +121,9 @@ CPU_PROCESSES = int(env.str("CPU_PROCESSES", default="") or os.cpu_count() or 1)
 # fails with the reason ("the PDF took too long to read") and the process goes on (or is
 # replaced). A 1 MB web page takes well under a second; hostile documents take minutes.
 CPU_TIME_LIMIT = env.float("CPU_TIME_LIMIT", default=30.0)
+# Sentences whose claims one LLM call finds (they share its paragraphs and instructions, and are
+# judged together); fewer for a small local model that loses track of long answers.
+DECOMPOSE_CHUNK_SENTENCES = max(1, env.int("DECOMPOSE_CHUNK_SENTENCES", default=10))
 # No ack emulation on Redis: a message leaves the queue when a worker takes it, and what a dead
 # worker held is resumed from the database by the sweeper below. With emulation, a celery 5.7
 # worker that held unacknowledged messages when the Redis connection dropped exited

@@ -172,6 +172,9 @@ def processes(world, shared_database, tmp_path):
         # Pages parsed in the workers' threads: a CPU pool loads the embedding model in each of its
         # processes when a worker starts, seconds of CPU per start on two cores. Test 1 keeps one.
         "CPU_PROCESSES": "0",
+        # Sentence by sentence: the tests hold one sentence's LLM calls (held_words) to keep runs
+        # mid-flight, and decomposed together every sentence would wait on that call.
+        "DECOMPOSE_CHUNK_SENTENCES": "1",
     }
     running = Processes(env, logs)
     yield running

@@ -7,7 +7,6 @@ import pytest
 
 from tests.fakes import FakePage, FakeSite
 from verification.models import Verification
-from verification.pipeline import decompose as decompose_step
 
 JUDGED = ("supported", "not_supported", "irrelevant")
 
@@ -137,8 +136,8 @@ def test_excluding_evidence_and_types_recomputes_scores(client, world, celery_wo
     assert not next(e for e in all_evidence(narrowed) if e["id"] == first["id"])["included"]
 
 
-def test_a_run_with_llm_failures_and_garbage_still_ends_with_reasons(client, world, celery_worker, monkeypatch):
-    monkeypatch.setattr(decompose_step, "CHUNK_SENTENCES", 1)  # a call per sentence: failures stay apart
+def test_a_run_with_llm_failures_and_garbage_still_ends_with_reasons(client, world, celery_worker, settings):
+    settings.DECOMPOSE_CHUNK_SENTENCES = 1  # a call per sentence: failures stay apart
     world.llm.fail_words = {"1889": 500}
     world.llm.garbage_words = ("steel",)
     result = wait_for(client, run(client, retrieval_mode="sparse"))

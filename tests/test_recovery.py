@@ -76,6 +76,7 @@ def snapshot(ids) -> str:
     return (
         "; ".join(f"{name}: {dict(Counter(rows.values_list('status', flat=True)))}" for name, rows in tables.items())
         + f"; untyped sources: {Source.objects.filter(verification_id__in=ids, source_type='').count()}"
+        + f"; run errors: {sorted(set(Verification.objects.filter(pk__in=ids).values_list('error', flat=True)))}"
     )
 
 

@@ -741,7 +741,8 @@ def _decompose_chunks(sentences) -> list[list[int]]:
     sentences = list(sentences)
     by_index = {sentence.index: sentence.pk for sentence in sentences}
     segmented = [_segmented(sentence) for sentence in sentences]
-    return [[by_index[s.index] for s in chunk] for chunk in decompose.chunks(segmented)]
+    chunked = decompose.chunks(segmented, max_sentences=settings.DECOMPOSE_CHUNK_SENTENCES)
+    return [[by_index[s.index] for s in chunk] for chunk in chunked]
 
 
 def _mark_duplicates(claim_id: int) -> None:

@@ -14,7 +14,6 @@ from playwright.sync_api import expect
 from tests.conftest import ROOT
 from tests.fakes import FakePage, FakeSite
 from verification.models import Source, Verification
-from verification.pipeline import decompose
 from verification.scoring import NOT_SUPPORTED, SUPPORTED, Scores, compute_scores
 from verification.selectors import evidence_records
 from verification.templatetags.factsite import percent
@@ -395,10 +394,10 @@ def test_a_shared_link_with_exclusions_says_so_and_show_everything_restores(new_
     assert_page_shows(shared, expected_scores(verification_id))
 
 
-def test_an_opened_rationale_stays_open_while_the_run_goes_on(page, world, celery_worker, monkeypatch):
+def test_an_opened_rationale_stays_open_while_the_run_goes_on(page, world, celery_worker, settings):
     # The sentence with "1930" is split and judged seconds late; the first sentence is not (each
     # sentence on its own: decomposed together, they would wait for each other's call).
-    monkeypatch.setattr(decompose, "CHUNK_SENTENCES", 1)
+    settings.DECOMPOSE_CHUNK_SENTENCES = 1
     world.llm.slow_words = {"1930": 3.0}
     submit(page, SAMPLE)
     page.click("#sentence-0")

@@ -78,8 +78,10 @@ SCHEMA = {
 NOT_ANSWERED = "the model left this sentence out of its answer (asked twice)"
 
 
-def chunks(sentences: Sequence[SegmentedSentence]) -> list[list[SegmentedSentence]]:
-    """Consecutive sentences (in text order) grouped for one call each: at most CHUNK_SENTENCES
+def chunks(
+    sentences: Sequence[SegmentedSentence], *, max_sentences: int = CHUNK_SENTENCES
+) -> list[list[SegmentedSentence]]:
+    """Consecutive sentences (in text order) grouped for one call each: at most `max_sentences`
     targets and CHUNK_CHARS characters of context (a paragraph chunk longer than that goes
     alone). Depends only on the sentences, so every task and the sweeper find the same chunks."""
     groups: list[list[SegmentedSentence]] = []
@@ -88,7 +90,7 @@ def chunks(sentences: Sequence[SegmentedSentence]) -> list[list[SegmentedSentenc
     for sentence in sorted(sentences, key=lambda s: s.index):
         new_context = sentence.context not in seen
         grows = sum(map(len, sentence.context)) if new_context else 0
-        if not groups or len(groups[-1]) >= CHUNK_SENTENCES or (new_context and size + grows > CHUNK_CHARS):
+        if not groups or len(groups[-1]) >= max_sentences or (new_context and size + grows > CHUNK_CHARS):
             groups.append([])
             size, seen = 0, set()
             grows = sum(map(len, sentence.context))
