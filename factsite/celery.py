@@ -91,10 +91,12 @@ def _start_worker_process(**_) -> None:
     # In the background: the worker takes tasks at once. A task that needs the CPU pool waits
     # for it, holding its run, so the heartbeat says the run is alive meanwhile. (Also sent by
     # the embedded worker's WorkController.)
-    from verification import heartbeat
+    from verification import heartbeat, lifecycle
 
     warm_up()
     heartbeat.start()
+    # The first tasks split text (nltk) and ask the model (openai): imported now, not by them.
+    lifecycle.preload_in_background()
 
 
 @worker_shutting_down.connect

@@ -21,9 +21,11 @@ from bench.prose import topic_of
 from bench.services import postgres_binaries
 from tests.conftest import ROOT
 from tests.fakes import FakeLLM
+from verification.pipeline import judge
 from verification.pipeline.extract import read_html
 from verification.pipeline.passages import page_sentences, select_passages
 from verification.pipeline.segment import segment
+from verification.pipeline.types import ClaimToJudge, EvidenceToJudge
 
 # One worker, and no CPU process pool to warm up (sparse retrieval needs no model): the app's
 # cold start is what the full benchmark measures, not what these tests check.
@@ -180,11 +182,15 @@ def test_the_critical_path_follows_each_claim_through_the_calls_that_were_about_
 
 def test_the_simulated_llm_takes_longer_to_write_a_longer_answer():
     llm = FakeLLM(first_token_s=0.05, tokens_per_s=500, garbage_words=("Zanzibar",)).start()
-    passages = "\n\n".join(f"E{n}\nThe Fenmoor museum number {n} opened in {1800 + n}." for n in range(1, 9))
+    passages = tuple(
+        EvidenceToJudge(key=str(n), source_title="", passage=f"The Fenmoor museum number {n} opened in {1800 + n}.")
+        for n in range(1, 9)
+    )
 
     def ask(claim: str) -> tuple[float, int]:
-        body = {"model": "m", "messages": [{"role": "system", "content": "Judge the evidence."}]}
-        body["messages"].append({"role": "user", "content": f"Claim: {claim}\n\nEvidence passages:\n{passages}"})
+        prompt = judge.build_prompt([ClaimToJudge(text=claim, context="Museums of Fenmoor.", items=passages)])
+        body = {"model": "m", "messages": [{"role": "system", "content": judge.SYSTEM_PROMPT}]}
+        body["messages"].append({"role": "user", "content": prompt})
         request = urllib.request.Request(llm.url + "/v1/chat/completions", json.dumps(body).encode())
         started = time.monotonic()
         with urllib.request.urlopen(request, timeout=30) as response:
