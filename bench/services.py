@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.processes import die_with_parent
+
 STOP_TIMEOUT = 15
 
 
@@ -79,6 +81,7 @@ class Services:
                 stderr=output,
                 text=pipe,
                 start_new_session=True,  # its own process group: Ctrl-C reaches us, and we stop the group
+                preexec_fn=die_with_parent,  # and if we are killed outright, it goes too
                 user=user,
             )
         finally:

@@ -2,6 +2,7 @@
 own process group and killed when the test ends, and waits on conditions with timeouts."""
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -12,6 +13,14 @@ from pathlib import Path
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """As `preexec_fn`: the child is killed when the process that started it dies, however it
+    dies (a test run or benchmark stopped by SIGKILL runs no cleanup of its own)."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def wait_until(condition, timeout: float, what, interval: float = 0.2):
@@ -47,6 +56,7 @@ class Processes:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         log.close()
         self.running.append(process)

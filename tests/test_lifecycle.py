@@ -5,6 +5,8 @@ that started it, with that process's configuration."""
 
 import os
 import signal
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from django.utils import timezone
 
 from tests.conftest import free_port
 from tests.fakes import FakeLLM
-from tests.processes import wait_until
+from tests.processes import ROOT, wait_until
 from verification import heartbeat
 from verification.models import Status, Verification, WorkerProcess
 
@@ -225,3 +227,29 @@ def test_stopping_run_sh_ends_everything_it_started(world, processes, signum):
         os.kill(script.pid, signum)
 
     assert_all_end(started, f"after {signal.Signals(signum).name} to scripts/run.sh")
+
+
+def test_a_process_a_test_starts_dies_with_the_test_run_even_after_sigkill(tmp_path):
+    # A test run killed outright runs no fixture teardown: its servers must not outlive it.
+    starter = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import pathlib, sys, time\n"
+            "from tests.processes import Processes\n"
+            f"processes = Processes({{'PATH': '/usr/bin:/bin'}}, pathlib.Path({str(tmp_path)!r}))\n"
+            "child = processes.start('sleeper', '-c', 'import time; time.sleep(120)')\n"
+            "print(child.pid, flush=True)\n"
+            "time.sleep(120)\n",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    child = int(starter.stdout.readline())
+    assert running({child}) == {child}
+
+    starter.kill()
+    starter.wait(10)
+
+    assert_all_end({child}, "the process a killed test run had started")
