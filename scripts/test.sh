@@ -21,6 +21,8 @@ for arg in "$@"; do [ -e "${arg%%::*}" ] && names_tests=1; done
 # The tests that lean on the database hardest: concurrent workers, joins, transactions.
 postgres_tests=(tests/test_engine.py tests/test_api.py)
 [ -f tests/test_recovery.py ] && postgres_tests+=(tests/test_recovery.py)
+# Who runs a run (owners, adoption) and stopping, with real processes on the shared database.
+[ -f tests/test_lifecycle.py ] && postgres_tests+=(tests/test_lifecycle.py)
 want_postgres=1
 [ $names_tests = 1 ] && [ $postgres_only = 0 ] && want_postgres=0
 
