@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 _pool: ProcessPoolExecutor | None = None
 _pool_pid: int | None = None
 _lock = threading.Lock()
-# Set once every process of the current pool has loaded what it needs (see `start`).
+# Set once every process of the current pool has loaded what it needs (see `_get_pool`).
 _warm = threading.Event()
 
 # --- in the pool's processes (verification.cpu_child.init runs first)
