@@ -164,7 +164,9 @@ def verifications_stalled(*, silent_for: timedelta, gone_after: timedelta) -> li
     owner_alive = Q(owner__in=alive.values("name"))
     owned_by_embedded = Q(owner__in=alive.filter(kind=WorkerProcess.Kind.EMBEDDED).values("name"))
     quiet_since = now - min(silent_for, gone_after)
-    owner_gone = ~Q(owner="") & ~owner_alive & (Q(touched_at__lt=quiet_since) | Q(touched_at__isnull=True))
+    # Older than that too: a process's first beat may land just after it took its first run.
+    quiet = Q(touched_at__lt=quiet_since) | Q(touched_at__isnull=True, created_at__lt=quiet_since)
+    owner_gone = ~Q(owner="") & ~owner_alive & quiet
     silent = Q(touched_at__lt=now - silent_for) | Q(touched_at__isnull=True, created_at__lt=now - silent_for)
     not_just_handled = (Q(retried_at__isnull=True) | Q(retried_at__lt=quiet_since)) & (
         Q(swept_at__isnull=True) | Q(swept_at__lt=now - silent_for)
