@@ -312,6 +312,8 @@ def _quantize(source: Path, target: Path) -> None:
 
 
 if __name__ == "__main__":  # scripts/setup.sh: build the configured model's export at install
-    logging.basicConfig(level=logging.INFO)
+    # Our one line; not onnxruntime's quantiser, which reports every tensor at INFO.
+    logging.basicConfig(level=logging.WARNING)
+    logger.setLevel(logging.INFO)
     model_name = os.environ.get("EMBEDDING_MODEL") or DEFAULT_MODEL_NAMES[1]
     logger.info("embedding model %s, backend %s: %s", model_name, embedding_backend(), prepare(model_name))
