@@ -7,9 +7,10 @@ so a run always ends.
 
 The database rows are the truth, not the queue: a worker killed mid-task, a Redis restart or a
 message that could not be sent leaves rows unfinished, and `sweep` (Celery beat, or a timer in
-the embedded worker) enqueues them again once their run has shown no sign of life for
-RUN_STALLED_AFTER seconds. Every step starts again from any unfinished state and skips
-finished items, so a task delivered twice does its work once."""
+the embedded worker) enqueues them again once nobody is working on the run: its owner process
+stopped beating, or, on the shared broker, no task of it ran for RUN_STALLED_AFTER seconds
+(services.verifications_stalled, heartbeat.py). Every step starts again from any unfinished
+state and skips finished items."""
 
 import logging
 from dataclasses import replace
