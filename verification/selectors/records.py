@@ -1,0 +1,174 @@
+"""What scoring and the pages need of a run's rows (evidence and claim records, verdicts), read once
+and cached for finished runs."""
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import NamedTuple
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.utils.timezone import localdate
+
+from verification.models import (
+    FINISHED,
+    Claim,
+    ClaimStatus,
+    Evidence,
+    SearchResult,
+    Status,
+    Verification,
+)
+from verification.scoring import (
+    EvidenceRecord,
+    Scores,
+    compute_scores,
+    explain,
+    explain_sentence,
+    outcome,
+    sentence_outcome,
+)
+from verification.viewstate import ViewState
+
+logger = logging.getLogger(__name__)
+
+
+def permalink(verification: Verification) -> str:
+    return f"/v/{verification.pk}"
+
+
+def once_finished(verification: Verification, name: str, compute):
+    """A finished run does not change until it is retried: what its pages read of it is cached
+    (keyed on when it finished), so the live recompute costs no query over its sentences,
+    claims or evidence."""
+    if verification.status not in FINISHED or verification.finished_at is None:
+        return compute()
+    key = f"factsite:{name}:{verification.pk}:{verification.finished_at.timestamp()}"
+    value = _cache_get(key)
+    if value is None:
+        value = compute()
+        _cache_set(key, value)
+    return value
+
+
+def _cache_get(key: str):
+    try:
+        return cache.get(key)
+    except Exception:  # a cache outage makes the page slower, never an error
+        logger.warning("cache read failed for %s", key, exc_info=True)
+        return None
+
+
+def _cache_set(key: str, value) -> None:
+    try:
+        cache.set(key, value, timeout=24 * 3600)
+    except Exception:
+        logger.warning("cache write failed for %s", key, exc_info=True)
+
+
+def evidence_records(verification: Verification) -> list[EvidenceRecord]:
+    """What scoring needs of every evidence item."""
+    return once_finished(verification, "evidence-records", lambda: _evidence_records(verification))
+
+
+def _evidence_records(verification: Verification) -> list[EvidenceRecord]:
+    rows = Evidence.objects.filter(claim__sentence__verification=verification).values_list(
+        "id", "claim__sentence__index", "claim_id", "source__source_type", "verdict", "status", "duplicate_of_id"
+    )
+    return [EvidenceRecord(i, s, c, t, v, status == Status.FAILED, d) for i, s, c, t, v, status, d in rows]
+
+
+class ClaimRecord(NamedTuple):
+    id: int
+    sentence_index: int
+    status: str
+    error: str
+
+
+def claim_records(verification: Verification) -> list[ClaimRecord]:
+    return once_finished(
+        verification,
+        "claim-records",
+        lambda: [
+            ClaimRecord(*row)
+            for row in Claim.objects.filter(sentence__verification=verification)
+            .order_by("sentence__index", "index")
+            .values_list("id", "sentence__index", "status", "error")
+        ],
+    )
+
+
+def verification_scores(verification: Verification, state: ViewState) -> Scores:
+    return compute_scores(
+        evidence_records(verification),
+        rule=state.score_rule,
+        excluded_ids=state.excluded_ids,
+        excluded_types=state.excluded_types,
+    )
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """Outcome and note of every claim and sentence, for one view state."""
+
+    claims: dict[int, tuple[str, str]]
+    sentences: dict[int, tuple[str, str]]
+
+
+def verdicts(scores: Scores, claims: list[ClaimRecord], sentences: list) -> Verdicts:
+    by_claim, by_sentence = {}, defaultdict(list)
+    for claim in claims:
+        tally = scores.claim(claim.id)
+        finished = claim.status in (ClaimStatus.DONE, ClaimStatus.FAILED)
+        result = outcome(tally, finished=finished, failed=claim.status == ClaimStatus.FAILED)
+        by_claim[claim.id] = (result, explain(tally, result, reason=claim.error))
+        by_sentence[claim.sentence_index].append(by_claim[claim.id])
+    by_sentence_result = {}
+    for sentence in sentences:
+        tally = scores.sentence(sentence.index)
+        claim_results = by_sentence[sentence.index]
+        outcomes, notes = [o for o, _ in claim_results], [n for _, n in claim_results]
+        result = sentence_outcome(tally, status=sentence.status, claim_outcomes=outcomes)
+        note = explain_sentence(tally, result, error=sentence.error, claim_outcomes=outcomes, claim_notes=notes)
+        by_sentence_result[sentence.index] = (result, note)
+    return Verdicts(claims=by_claim, sentences=by_sentence_result)
+
+
+def is_stale(published: date | None, *, today: date | None = None) -> bool:
+    """Published more than STALE_AFTER_YEARS ago (0: nothing is flagged). Old evidence may be
+    true still, but a reader should know its age before trusting it on anything that changes."""
+    years = settings.STALE_AFTER_YEARS
+    if published is None or years <= 0:
+        return False
+    today = today or localdate()
+    try:
+        limit = today.replace(year=today.year - years)
+    except ValueError:  # 29 February, in a year that has none
+        limit = today.replace(year=today.year - years, day=28)
+    return published < limit
+
+
+def with_search_provider(evidence: QuerySet) -> QuerySet:
+    """Each item's `provider`: the search provider that found its page for its claim ("" for
+    the user's own documents). One row at most: a claim has one result per source."""
+    found_by = SearchResult.objects.filter(claim=OuterRef("claim"), source=OuterRef("source")).values("provider")
+    return evidence.annotate(provider=Coalesce(Subquery(found_by[:1]), Value("")))
+
+
+def source_providers(verification: Verification) -> defaultdict[int, list[str]]:
+    """Source id → the search providers that found it, in the order they did."""
+    found_by: defaultdict[int, list[str]] = defaultdict(list)
+    results = SearchResult.objects.filter(source__verification=verification).exclude(provider="").order_by("pk")
+    for source_id, provider in results.values_list("source_id", "provider"):
+        if provider not in found_by[source_id]:
+            found_by[source_id].append(provider)
+    return found_by
+
+
+def client_run_times(client: str, *, since: datetime) -> list[datetime]:
+    """When each of one client's runs since `since` was created, oldest first: what RUNS_PER_HOUR counts."""
+    runs = Verification.objects.filter(client=client, created_at__gte=since).order_by("created_at")
+    return list(runs.values_list("created_at", flat=True))
