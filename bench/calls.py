@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 # The JSON schema names factsite's LLM calls ask for, as the steps of the report.
-KINDS = {"claims": "decompose", "judgements": "judge", "source_type": "categorize"}
+KINDS = {"claims": "decompose", "judgements": "judge", "source_type": "categorize", "source_types": "categorize"}
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ STEPS = {
     "source_fetch": "fetch",
     "evidence_judge": "judge",
     "host_categorize": "categorize",
+    "hosts_categorize": "categorize",
 }
 MAIN_STEPS = ["decompose", "search", "fetch", "judge"]
 _TASK_LINE = re.compile(

@@ -134,6 +134,8 @@ class FakeLLM(LoopbackServer):
     garbage_rate: float = 0.0
     fail_statuses: tuple[int, ...] = (429, 500, 503)
     seed: int = 0
+    # Hosts a many-host categorize answer leaves out, as a small model may.
+    skipped_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         LoopbackServer.__init__(self, _LLMHandler)
@@ -146,6 +148,12 @@ class FakeLLM(LoopbackServer):
 
     def release(self) -> None:
         self._released.set()
+
+    def hosts_asked(self) -> Counter[str]:
+        """How many times the categorizer was asked about each host, alone or with others."""
+        with self._lock:
+            asked = [r["messages"][-1]["content"] for r in self.requests if _asks_types(r)]
+        return Counter(host for user in asked for host in re.findall(r"^(?:H\d+\. )?Host: (\S+)", user, re.M))
 
     def answer_seconds(self, prompt_tokens: int, completion_tokens: int) -> float:
         """How long the simulated model takes beyond `latency` (an error answer writes no tokens)."""
@@ -176,7 +184,17 @@ class FakeLLM(LoopbackServer):
             return self.fail_statuses[int(draw / self.fail_rate * len(self.fail_statuses))], "simulated failure"
         if any(word in focus for word in self.garbage_words) or draw < self.fail_rate + self.garbage_rate:
             return 200, "Sorry, I am not able to help with that."
-        payload = {"claims": _claims, "judgements": _judgements, "source_type": _source_type}[kind](user)
+        answers = {
+            "claims": _claims,
+            "judgements": _judgements,
+            "source_type": _source_type,
+            "source_types": _source_types,
+        }
+        payload = answers[kind](user)
+        if kind == "source_types":
+            payload["types"] = [
+                e for e in payload["types"] if not any(h in _block(user, e["host"]) for h in self.skipped_hosts)
+            ]
         if not request.get("response_format"):
             return 200, "Here is the answer:\n```json\n" + json.dumps(payload) + "\n```"
         return 200, json.dumps(payload)
@@ -188,6 +206,8 @@ def _kind(request: dict, system: str) -> str:
         return schema
     if "atomic claims" in system:
         return "claims"
+    if "Classify every host listed" in system:
+        return "source_types"
     if "classify websites" in system:
         return "source_type"
     return "judgements"
@@ -287,6 +307,20 @@ _TITLE_TYPES = [
 def _source_type(user: str) -> dict:
     text = user.lower()
     return {"source_type": next((t for word, t in _TITLE_TYPES if word in text), "other")}
+
+
+def _source_types(user: str) -> dict:
+    """Each "H1. Host: …" block typed by its own words, as `_source_type` types one host."""
+    blocks = re.split(r"^(?=H\d+\. )", user, flags=re.M)
+    return {"types": [{"host": b.split(".")[0], **_source_type(b)} for b in blocks if re.match(r"H\d+\. ", b)]}
+
+
+def _block(user: str, label: str) -> str:
+    return next((b for b in re.split(r"^(?=H\d+\. )", user, flags=re.M) if b.startswith(label + ". ")), "")
+
+
+def _asks_types(request: dict) -> bool:
+    return "classify websites" in request["messages"][0]["content"]
 
 
 # --- web search

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from tests.fakes import FakePage, FakeSite
+from verification import providers
 from verification.models import Verification
 
 JUDGED = ("supported", "not_supported", "irrelevant")
@@ -248,8 +249,30 @@ def test_an_unknown_host_is_categorized_once_however_many_pages_it_has(client, w
 
     hosts = {s["host"] for s in result["sources"]}
     assert len(result["sources"]) > len(hosts)  # the blog host has two pages
-    assert world.llm.calls["source_type"] == len(hosts)
+    assert world.llm.hosts_asked() == dict.fromkeys(hosts, 1)
     assert all(s["source_type"] for s in result["sources"])
+
+
+def test_the_unknown_hosts_of_one_search_are_asked_about_in_one_call(client, world, celery_worker):
+    result = wait_for(client, run(client, text="The Eiffel Tower is in Paris.", retrieval_mode="sparse"))
+
+    hosts = {s["host"] for s in result["sources"]}
+    assert len(hosts) > 1
+    assert world.llm.calls["source_types"] == 1 and world.llm.calls["source_type"] == 0
+    assert world.llm.hosts_asked() == dict.fromkeys(hosts, 1)
+    assert {s["type_decided_by"] for s in result["sources"]} == {"llm"}
+
+
+def test_a_host_the_answer_left_out_is_asked_about_again_on_its_own(client, world, celery_worker):
+    skipped = providers.host_of(world.sites[0].url)
+    world.llm.skipped_hosts = (skipped,)
+    result = wait_for(client, run(client, text="The Eiffel Tower is in Paris.", retrieval_mode="sparse"))
+
+    hosts = {s["host"] for s in result["sources"]}
+    assert skipped in hosts
+    assert (world.llm.calls["source_types"], world.llm.calls["source_type"]) == (1, 1)
+    assert world.llm.hosts_asked() == {host: 2 if host == skipped else 1 for host in hosts}
+    assert {s["type_decided_by"] for s in result["sources"]} == {"llm"}
 
 
 def test_a_run_whose_model_was_removed_fails_with_a_readable_reason(client, world, celery_worker):

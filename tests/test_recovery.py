@@ -361,7 +361,7 @@ def test_concurrent_runs_waiting_on_the_same_hosts_types_all_finish(
         HostCategory.objects.all().delete()
         cache.clear()
         world.llm.slow_words = {"Host: 127.0.0.1": delay}
-        asked = world.llm.calls["source_type"]
+        asked = world.llm.hosts_asked()
         ids = []
         for i in range(12):
             response = client.post(
@@ -376,7 +376,7 @@ def test_concurrent_runs_waiting_on_the_same_hosts_types_all_finish(
         assert_ended_with_reasons(ids)
         runs = Verification.objects.filter(pk__in=ids)
         assert {(run.status, run.resumes) for run in runs} == {(Status.DONE, 0)}
-        assert world.llm.calls["source_type"] - asked == len(hosts)  # one question per host, for all twelve runs
+        assert world.llm.hosts_asked() - asked == dict.fromkeys(hosts, 1)  # one question per host, for all twelve runs
 
 
 def paused(function, rng: random.Random, longest: float):
@@ -458,16 +458,16 @@ def test_a_source_typed_from_the_hosts_known_type_after_its_pages_were_read_fini
     HostCategory.objects.bulk_create([HostCategory(host=host(site), source_type="wiki") for site in world.sites])
     typing = tasks._categorize
     late = []
-    monkeypatch.setattr(tasks, "_categorize", lambda source, **options: late.append(source))
+    monkeypatch.setattr(tasks, "_categorize", lambda sources, **options: late.extend(sources))
     verification = inline.start(ONE_SENTENCE)
     inline.run_all()  # every page read and judged, no source typed yet
     assert len(late) > 1
     assert not Sentence.objects.filter(verification=verification).exclude(status=Status.DONE).exists()
 
     for source in late[:-1]:
-        typing(source)
+        typing([source])
         assert run_states([verification.pk])[str(verification.pk)] == Status.RUNNING
-    typing(late[-1])
+    typing([late[-1]])
 
     assert run_states([verification.pk])[str(verification.pk)] == Status.DONE
     assert stranded([verification.pk]) == {}

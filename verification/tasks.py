@@ -13,6 +13,8 @@ stopped beating, or, on the shared broker, no task of it ran for RUN_STALLED_AFT
 state and skips finished items."""
 
 import logging
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import timedelta
 
@@ -221,8 +223,7 @@ def _enqueue(plan: services.RetryPlan, *, ask_types_again: bool = False) -> None
         send(evidence_judge_batch, batch)
     for claim_id in plan.rereads:
         _maybe_judge(claim_id)
-    for source in plan.retypes:
-        _categorize(source, ask_again=ask_types_again)
+    _categorize(plan.retypes, ask_again=ask_types_again)
 
 
 # --- fail-and-continue handlers, also used by StepTask.give_up
@@ -253,7 +254,12 @@ def _fail_source(source_id, *, reason: str) -> None:
 
 
 def _fail_categorize(host, verification_id, *, reason: str) -> None:
-    _after_hosts_typed(services.host_category_answer(host, source_type="other", decided_by=f"fallback: {reason}"))
+    _fail_categorize_hosts([host], verification_id, reason=reason)
+
+
+def _fail_categorize_hosts(hosts, verification_id, *, reason: str) -> None:
+    for host in hosts:
+        _after_hosts_typed(services.host_category_answer(host, source_type="other", decided_by=f"fallback: {reason}"))
 
 
 def _fail_judging(claim_id, evidence_ids, *, reason: str) -> None:
@@ -389,9 +395,7 @@ def claim_search(claim_id: int) -> None:
         return
     for source in new_sources:  # downloads first: they are on the critical path, types are not
         send(source_fetch, source.pk)
-    for source in new_sources:
-        if not source.source_type:  # the user's documents are typed already
-            _categorize(source)
+    _categorize(source for source in new_sources if not source.source_type)  # documents are typed already
     # Pages another claim of this run already fetched: choose passages here, no second
     # download. (Read after our results are committed, so a fetch finishing meanwhile either
     # sees our result or we see its page.)
@@ -451,19 +455,37 @@ def source_fetch(source_id: int) -> None:
     _read_waiting(source_id, page)
 
 
+@step("deciding a source's type", give_up=_fail_categorize_hosts)
+def hosts_categorize(hosts: list[str], verification_id: str) -> None:
+    _ask_types(hosts, verification_id)
+
+
 @step("deciding a source's type", give_up=_fail_categorize)
 def host_categorize(host: str, verification_id: str) -> None:
-    """Asked by the first run that met the host; its usage counts there."""
+    """One host: what queues filled before hosts were asked together still hold."""
+    _ask_types([host], verification_id)
+
+
+def _ask_types(hosts: list[str], verification_id: str) -> None:
+    """Asked by the first run that met the hosts, in one call; its usage counts there. Hosts
+    the model's answer left out are asked once more, one by one."""
     heartbeat.hold(verification_id)
     llm = providers.llm_client(Verification.objects.get(pk=verification_id).settings["model"])
-    title = Source.objects.filter(verification_id=verification_id, host=host).values_list("title", flat=True).first()
+    titles = dict(Source.objects.filter(verification_id=verification_id, host__in=hosts).values_list("host", "title"))
     try:
-        source_type = categorize.categorize_with_llm(llm, host, title or "")
+        if len(hosts) == 1:
+            found = {hosts[0]: categorize.categorize_with_llm(llm, hosts[0], titles.get(hosts[0]) or "")}
+        else:
+            found = categorize.categorize_many_with_llm(llm, [(host, titles.get(host) or "") for host in hosts])
     except StepError as error:
-        return _fail_categorize(host, verification_id, reason=str(error))
+        return _fail_categorize_hosts(hosts, verification_id, reason=str(error))
     finally:
         services.usage_add(verification_id, usage=llm.usage)
-    _after_hosts_typed(services.host_category_answer(host, source_type=source_type.value, decided_by="llm"))
+    for host, source_type in found.items():
+        _after_hosts_typed(services.host_category_answer(host, source_type=source_type.value, decided_by="llm"))
+    left_out = [host for host in hosts if host not in found]
+    for host in left_out:
+        send(hosts_categorize, [host], verification_id)
 
 
 @step("judging evidence", give_up=_fail_evidence)
@@ -541,20 +563,25 @@ def _segmented(sentence: Sentence) -> SegmentedSentence:
     )
 
 
-def _categorize(source: Source, *, ask_again: bool = False) -> None:
-    """Rule table or the per-host answer now; else the LLM, once per host (whoever claims the
-    question asks; the others' sources are typed by its answer), in its own task off the
-    critical path. `ask_again`: the sweeper asks even if a question is in flight (its asker
-    may have died with it)."""
-    rule = categorize.categorize_by_rules(source.host)
-    if rule:
-        _type_source(source, rule.value, "rules")
-        return
-    category, asking = services.host_category_claim(source.host)
-    if category.source_type:
-        _type_source(source, category.source_type, "cache")
-    elif asking or ask_again:
-        send(host_categorize, source.host, str(source.verification_id))
+def _categorize(sources: Iterable[Source], *, ask_again: bool = False) -> None:
+    """Each source's type from the rule table or the per-host answer now; else the LLM, once
+    per host (whoever claims the question asks; the others' sources are typed by its answer),
+    the hosts of one run asked together in a task of their own, off the critical path.
+    `ask_again`: the sweeper asks even if a question is in flight (its asker may have died with it)."""
+    to_ask: dict[str, list[str]] = defaultdict(list)
+    for source in sources:
+        rule = categorize.categorize_by_rules(source.host)
+        if rule:
+            _type_source(source, rule.value, "rules")
+            continue
+        category, asking = services.host_category_claim(source.host)
+        if category.source_type:
+            _type_source(source, category.source_type, "cache")
+        elif (asking or ask_again) and source.host not in to_ask[str(source.verification_id)]:
+            to_ask[str(source.verification_id)].append(source.host)
+    for verification_id, hosts in to_ask.items():
+        for start in range(0, len(hosts), categorize.HOSTS_PER_CALL):
+            send(hosts_categorize, hosts[start : start + categorize.HOSTS_PER_CALL], verification_id)
 
 
 def _type_source(source: Source, source_type: str, decided_by: str) -> None:

@@ -3,10 +3,14 @@ import pytest
 from tests.pipeline.fake_model import FakeModel
 from verification.pipeline.categorize import (
     SCHEMA,
+    SCHEMA_MANY,
     SYSTEM_PROMPT,
+    SYSTEM_PROMPT_MANY,
     categorize_by_rules,
+    categorize_many_with_llm,
     categorize_with_llm,
     parse_source_type,
+    parse_source_types,
 )
 from verification.pipeline.types import MalformedAnswer, SourceType
 
@@ -190,3 +194,55 @@ def test_categorize_with_llm_raises_malformed_answer_so_the_model_can_ask_again(
 )
 def test_a_prose_answer_means_the_category_it_names_first(answer, expected):
     assert parse_source_type(answer) == expected
+
+
+def test_categorize_many_sends_every_host_with_its_title_in_one_call():
+    model = FakeModel({"types": [{"host": "H1", "source_type": "blog"}, {"host": "H2", "source_type": "news"}]})
+
+    found = categorize_many_with_llm(model, [("trips.example", "My trip to Paris"), ("daily.example", "")])
+
+    assert found == {"trips.example": T.BLOG, "daily.example": T.NEWS}
+    assert model.calls == [
+        {
+            "system": SYSTEM_PROMPT_MANY,
+            "user": "H1. Host: trips.example\nA page title on it: My trip to Paris\nH2. Host: daily.example",
+            "schema_name": "source_types",
+            "schema": SCHEMA_MANY,
+        }
+    ]
+
+
+LABELS = {"H1": "a.example", "H2": "b.example", "H3": "c.example"}
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        # the model's own order, and a lower-case label
+        (
+            {"types": [{"host": "h2", "source_type": "wiki"}, {"host": "H1", "source_type": "news"}]},
+            {"a.example": T.NEWS, "b.example": T.WIKI},
+        ),
+        # the host named instead of its label
+        ({"types": [{"host": "c.example", "source_type": "blog"}]}, {"c.example": T.BLOG}),
+        # a bare list; unknown labels, a second answer for a host and unusable entries are skipped
+        (
+            [
+                {"host": "H1", "source_type": "wiki"},
+                {"host": "H1", "source_type": "news"},
+                {"host": "H9", "source_type": "news"},
+                {"host": "H2", "source_type": "a cooking site?"},
+                "H3: blog",
+            ],
+            {"a.example": T.WIKI},
+        ),
+    ],
+)
+def test_parse_source_types_keeps_what_it_can_use(answer, expected):
+    assert parse_source_types(answer, LABELS) == expected
+
+
+@pytest.mark.parametrize("answer", [None, "news", {"types": []}, {"types": [{"host": "H7", "source_type": "news"}]}])
+def test_parse_source_types_rejects_an_answer_that_types_no_host(answer):
+    with pytest.raises(MalformedAnswer):
+        parse_source_types(answer, LABELS)

@@ -1,6 +1,7 @@
 """A source's host → its type (news, blog, wiki, …): a curated rule table first; the LLM is
 asked only about hosts the table does not know (callers cache its answer per host)."""
 
+from collections.abc import Sequence
 from typing import Any
 
 from .types import JsonLLM, MalformedAnswer, SourceType
@@ -59,12 +60,20 @@ DOMAIN_RULES: dict[str, SourceType] = {
 # Hostname labels that name a blog or news site wherever it is hosted.
 _LABEL_HINTS = {"blog": T.BLOG, "blogs": T.BLOG, "news": T.NEWS, "wiki": T.WIKI}
 
-SYSTEM_PROMPT = """You classify websites by their host name for a fact-checking tool.
-Categories: news (newspapers, broadcasters, news agencies, magazines), blog (personal or company
+CATEGORIES = """Categories: news (newspapers, broadcasters, news agencies, magazines), blog (personal or company
 blogs, opinion newsletters), wiki (encyclopedias and wikis), social_media (social networks,
 forums, video platforms, Q&A sites), scientific_medical_article (journals, preprint servers,
 medical references), government_website (governments, their agencies, intergovernmental bodies),
-other (shops, company pages, anything else). Answer with JSON: {"source_type": "<category>"}."""
+other (shops, company pages, anything else)."""
+
+SYSTEM_PROMPT = f"""You classify websites by their host name for a fact-checking tool.
+{CATEGORIES} Answer with JSON: {{"source_type": "<category>"}}."""
+
+# The hosts a search brought are asked together: the categories are read once, not once per
+# host (a claim's five results are often five hosts the rule table does not know).
+SYSTEM_PROMPT_MANY = f"""You classify websites by their host name for a fact-checking tool.
+{CATEGORIES} Classify every host listed (H1..), each on its own. Answer with JSON:
+{{"types": [{{"host": "H1", "source_type": "<category>"}}, ...]}} with one entry per host."""
 
 # What a web page can be: "your document" is for the user's own documents only.
 WEB_TYPES = tuple(t for t in SourceType if t is not SourceType.YOUR_DOCUMENT)
@@ -75,6 +84,27 @@ SCHEMA = {
     "required": ["source_type"],
     "additionalProperties": False,
 }
+
+
+SCHEMA_MANY = {
+    "type": "object",
+    "properties": {
+        "types": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"host": {"type": "string"}, **SCHEMA["properties"]},
+                "required": ["host", "source_type"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["types"],
+    "additionalProperties": False,
+}
+MAX_TITLE_CHARS = 200
+# Hosts per call: a search's results at the largest top-k, few enough for a small model.
+HOSTS_PER_CALL = 10
 
 
 def categorize_by_rules(host: str) -> SourceType | None:
@@ -96,10 +126,55 @@ def categorize_by_rules(host: str) -> SourceType | None:
 
 
 def categorize_with_llm(llm: JsonLLM, host: str, title: str = "") -> SourceType:
-    user = f"Host: {host}" + (f"\nA page title on it: {title[:200]}" if title else "")
     return llm.complete(
-        system=SYSTEM_PROMPT, user=user, schema_name="source_type", schema=SCHEMA, parse=parse_source_type
+        system=SYSTEM_PROMPT,
+        user=_describe(host, title),
+        schema_name="source_type",
+        schema=SCHEMA,
+        parse=parse_source_type,
     )
+
+
+def categorize_many_with_llm(llm: JsonLLM, hosts: Sequence[tuple[str, str]]) -> dict[str, SourceType]:
+    """One call for several (host, page title) pairs → {host: type} for the hosts the model
+    answered; the caller asks again about any it left out."""
+    labels = {f"H{n}": host for n, (host, _) in enumerate(hosts, start=1)}
+    user = "\n".join(f"{label}. {_describe(host, title)}" for label, (host, title) in zip(labels, hosts, strict=True))
+    return llm.complete(
+        system=SYSTEM_PROMPT_MANY,
+        user=user,
+        schema_name="source_types",
+        schema=SCHEMA_MANY,
+        parse=lambda answer: parse_source_types(answer, labels),
+    )
+
+
+def _describe(host: str, title: str) -> str:
+    return f"Host: {host}" + (f"\nA page title on it: {title[:MAX_TITLE_CHARS]}" if title else "")
+
+
+def parse_source_types(answer: Any, labels: dict[str, str]) -> dict[str, SourceType]:
+    """{"types": [{"host": "H1", "source_type": ...}]} → {host: type}; entries naming the host
+    itself instead of its label count too. An answer that types none of them is malformed."""
+    entries = answer.get("types") if isinstance(answer, dict) else answer
+    if not isinstance(entries, list):
+        raise MalformedAnswer("expected an object with a 'types' list")
+    hosts = set(labels.values())
+    found: dict[str, SourceType] = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        named = str(entry.get("host", "")).strip()
+        host = labels.get(named.upper()) or (named if named in hosts else None)
+        if host is None or host in found:
+            continue
+        try:
+            found[host] = parse_source_type(entry)
+        except MalformedAnswer:
+            continue
+    if not found:
+        raise MalformedAnswer("no usable source type in the answer")
+    return found
 
 
 def parse_source_type(answer: Any) -> SourceType:

@@ -22,18 +22,16 @@ MAX_TITLE_CHARS = 150
 # The rationale comes before the verdict so the model reasons first (chain of thought), and is
 # one short sentence: a model writes slowly, and the verdict needs the reason, not an essay.
 # "irrelevant" is spelled out because models otherwise call off-topic passages "not supported",
-# which would count against a true claim.
-SYSTEM_PROMPT = """You check claims from an AI-written text against evidence passages from the web.
-Each passage is one or more excerpts of one web page, joined by " … ", listed under the claim
-it is evidence for. For each passage decide:
-- supported: the passage states or clearly implies that the claim is true;
-- not_supported: the passage is about the claim's subject and contradicts it, or shows it is wrong;
-- irrelevant: the passage does not address the claim, or says too little to decide.
-Judge only from the passage, not from what you know. The paragraph a claim came from (P1..) is
-context for what the claim means. For every passage, first write a rationale of one short
-sentence (at most 20 words: what the passage says about the claim), then the verdict.
-Answer with JSON: {"judgements": [{"evidence": "E1", "rationale": ..., "verdict": ...}, ...]}
-with one entry per passage. In plain text, write one line per passage: "E1: verdict: rationale"."""
+# which would count against a true claim. Sent with every judge call, so it says each rule once.
+SYSTEM_PROMPT = """You check claims from an AI-written text against web passages. A passage is one or more
+excerpts of one page, joined by " … ", listed under the claim it is evidence for; the paragraph a
+claim came from (P1..) only tells what the claim means. Judge each passage from its text alone:
+- supported: it states or clearly implies that the claim is true;
+- not_supported: it is about the claim's subject and contradicts it or shows it is wrong;
+- irrelevant: it does not address the claim, or says too little to decide.
+For each passage write a rationale (one sentence, at most 20 words), then the verdict. Answer
+with JSON: {"judgements": [{"evidence": "E1", "rationale": ..., "verdict": ...}, ...]}, one entry
+per passage; in plain text, one line per passage: "E1: verdict: rationale"."""
 
 SCHEMA = {
     "type": "object",
