@@ -9,6 +9,8 @@ import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.utils.timezone import now
 
 from tests.fakes import FakePage, FakeSite
 from tests.pdfs import make_pdf
@@ -99,7 +101,10 @@ def test_an_upload_is_stored_by_its_sniffed_type_under_a_content_address(client,
         REPORT,
     )
     source = stored.source
-    assert source.url == f"upload:{digest}" and source.origin == "document"
+    # A random id, not the file's hash: the URL is public, and a hash would tell anyone
+    # holding a candidate file whether this run read it.
+    assert re.fullmatch(r"upload:[0-9a-f]{32}", source.url) and digest not in source.url
+    assert source.origin == "document"
     assert (source.source_type, source.type_decided_by, source.title) == ("your_document", "user", "report.pdf")
     assert Verification.objects.get().settings["evidence"] == "documents"
 
@@ -281,6 +286,64 @@ def test_the_form_takes_files_and_an_edited_run_keeps_them(client, configured):
 
 
 @pytest.mark.django_db
+def test_the_browser_that_started_a_run_gets_an_httponly_owner_cookie(client, configured):
+    response = client.post("/", {"text": SUMMARY})
+
+    assert response.status_code == 302
+    cookie = response.cookies["factsite_owner"]
+    assert len(cookie.value) >= 40 and cookie["httponly"] and cookie["samesite"] == "Lax"
+    run = Verification.objects.get()
+    assert run.creator and cookie.value not in run.creator  # only a keyed hash of the token is stored
+    # The next run of the same browser keeps its token.
+    assert client.post("/", {"text": SUMMARY + " Again."}).cookies["factsite_owner"].value == cookie.value
+    assert Verification.objects.filter(creator=run.creator).count() == 2
+
+
+@pytest.mark.django_db
+def test_someone_else_editing_a_run_does_not_get_its_documents(client, configured):
+    client.post("/", {"text": SUMMARY, "evidence": "both", "files": [upload("secret.md", NOTES)]})
+    original = Verification.objects.get()
+    stranger = Client()
+
+    form = stranger.get(f"/?edit={original.pk}").content.decode()
+    edited = stranger.post("/", {"text": "What does the secret say?", "evidence": "both", "edited_from": original.pk})
+
+    assert "secret.md" not in form and 'id="kept-documents"' not in form
+    assert 'id="withheld-documents"' in form
+    assert edited.status_code == 302
+    rerun = Verification.objects.exclude(pk=original.pk).get()
+    assert not rerun.sources.exists() and not Upload.objects.filter(source__verification=rerun).exists()
+    # Nor may a stranger retry it once it failed: a retry reads the documents again.
+    Verification.objects.filter(pk=original.pk).update(status="failed", error="the model failed", finished_at=now())
+    assert stranger.post(f"/v/{original.pk}/retry").status_code == 403
+    assert 'class="retry-form"' not in stranger.get(f"/v/{original.pk}").content.decode()
+    assert 'class="retry-form"' in client.get(f"/v/{original.pk}").content.decode()
+
+
+@pytest.mark.django_db
+def test_the_api_refuses_an_owner_token_that_is_easy_to_guess(client, configured):
+    response = client.post(
+        "/api/verifications", {"text": SUMMARY}, content_type="application/json", headers={"X-Client-Token": "me"}
+    )
+
+    assert response.status_code == 400 and "X-Client-Token must be" in response.json()["detail"]
+    assert not Verification.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_api_caller_keeps_its_own_token(client, configured):
+    token = "my-own-token-" + "x" * 20
+    response = client.post(
+        "/api/verifications", {"text": SUMMARY}, content_type="application/json", headers={"X-Client-Token": token}
+    )
+
+    assert response.status_code == 201 and response.headers["X-Client-Token"] == token
+    other = client.post("/api/verifications", {"text": SUMMARY}, content_type="application/json")
+    assert other.headers["X-Client-Token"] not in ("", token)
+    assert Verification.objects.values("creator").distinct().count() == 2
+
+
+@pytest.mark.django_db
 def test_the_form_says_when_documents_mode_has_no_document(client, configured):
     response = client.post("/", {"text": SUMMARY, "evidence": "documents"})
 
@@ -308,7 +371,8 @@ def test_documents_mode_reads_only_the_documents_and_never_searches(client, worl
     assert world.serper.queries == [] and result["usage"]["searches"] == 0
     assert world.llm.calls["source_type"] == 0  # the categorizer is never asked about documents
     assert result["evidence"] == "documents" and result["settings"]["evidence"] == "documents"
-    upload_url = "upload:" + hashlib.sha256(REPORT).hexdigest()
+    (upload_url,) = {s["url"] for s in result["sources"] if s["url"].startswith("upload:")}
+    assert hashlib.sha256(REPORT).hexdigest() not in json.dumps(result)
     evidence = all_evidence(result)
     assert {e["url"] for e in evidence} == {upload_url, library.url + "/report"}
     assert {e["source_type"] for e in evidence} == {"your_document"}
@@ -356,8 +420,11 @@ def test_an_upload_is_never_served_back(client, world, celery_worker):
     assert "private report.html" in texts[2] and "your document" in texts[2]
     assert not re.search(r'href="upload:', texts[2])
     digest = hashlib.sha256(REPORT).hexdigest()
-    for path in (f"/upload:{digest}", f"/v/{run_id}/upload:{digest}", f"/api/uploads/{digest}"):
-        assert client.get(path).status_code == 404
+    assert not any(digest in text for text in texts)
+    (upload_id,) = {s["url"].removeprefix("upload:") for s in pages[0].json()["sources"]}
+    for name in (digest, upload_id):
+        for path in (f"/upload:{name}", f"/v/{run_id}/upload:{name}", f"/api/uploads/{name}"):
+            assert client.get(path).status_code == 404
 
 
 @pytest.mark.django_db(transaction=True)
@@ -402,14 +469,20 @@ def test_a_document_that_failed_is_read_again_on_retry(client, world, library, c
         "settings": {"evidence": "documents", "retrieval_mode": "sparse"},
         "sources": [{"url": library.url + "/report"}],
     }
-    run_id = post_json(client, payload).json()["id"]
+    created = post_json(client, payload)
+    run_id, token = created.json()["id"], created.headers["X-Client-Token"]
     failed = wait_for(client, run_id)
     assert failed["status"] == "failed" and "HTTP 503" in failed["error"]
     assert failed["documents"][0]["status"] == "failed"
     assert failed["documents"][0]["error"] == "the page answered HTTP 503"
 
     library.fail_status = 0
-    retried = client.post(f"/api/verifications/{run_id}/retry", content_type="application/json")
+    retry_url = f"/api/verifications/{run_id}/retry"
+    # It reads the creator's documents: nobody else may make it read them again.
+    stranger = client.post(retry_url, content_type="application/json", headers={"X-Client-Token": "s" * 43})
+    assert stranger.status_code == 403 and "started this verification" in stranger.json()["detail"]
+    assert client.post(retry_url, content_type="application/json").status_code == 403
+    retried = client.post(retry_url, content_type="application/json", headers={"X-Client-Token": token})
     assert retried.status_code == 202, retried.content
     result = wait_for(client, run_id)
 

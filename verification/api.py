@@ -15,7 +15,7 @@ from ninja import Field, NinjaAPI, Query, Schema
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.responses import Status
 
-from verification import api_uploads, limits, providers, selectors, services, tasks
+from verification import api_uploads, limits, ownership, providers, selectors, services, tasks
 from verification.api_steps import steps
 from verification.forms import VerificationForm
 from verification.models import FINISHED, Verification
@@ -111,6 +111,16 @@ class VerificationCreated(Schema):
     tags=["verifications"],
     openapi_extra={
         "responses": {
+            201: {
+                "headers": {
+                    ownership.HEADER: {
+                        "description": "The caller's owner token: the one it sent, or a new one to keep and send "
+                        "with later requests (it alone may reuse the run's documents)",
+                        "schema": {"type": "string"},
+                    }
+                },
+            },
+            400: {"description": f"Invalid input, or {ownership.TOKEN_RULE}"},
             413: {"description": "The upload is larger than MAX_DOCUMENTS files of MAX_UPLOAD_BYTES"},
             415: {
                 "description": "Neither JSON nor multipart/form-data with the header "
@@ -130,7 +140,11 @@ def verification_create(request: HttpRequest):
     """Start a verification. It runs in the background: poll the result URL until `status` is
     `done` or `failed`. Send JSON, or, to upload files as evidence, multipart/form-data with the
     JSON in a `payload` part, one `files` part per file (PDF, HTML, Markdown or plain text) and
-    the header X-Requested-With (any value)."""
+    the header X-Requested-With (any value). The header X-Client-Token (20–200 URL-safe
+    characters; the response gives a new one without it) says who started the run: only that
+    caller may retry a run that read its documents."""
+    if ownership.header_token(request) == "":
+        return Status(400, {"detail": f"{ownership.TOKEN_RULE}, or be left out."})
     payload, uploads = api_uploads.read_request(request, VerificationIn)
     form = VerificationForm(
         data={
@@ -156,19 +170,24 @@ def verification_create(request: HttpRequest):
         response = api.create_response(request, {"detail": limited.message()}, status=429)
         response["Retry-After"] = str(limited.retry_after)
         return response
+    token = ownership.request_token(request) or ownership.new_token()
     verification = services.verification_create(
-        text=form.cleaned_data["text"], settings=run_settings, client=client, documents=form.documents
+        text=form.cleaned_data["text"],
+        settings=run_settings,
+        client=client,
+        creator=ownership.creator_key(token),
+        documents=form.documents,
     )
     tasks.enqueue_verification(verification)
-    return Status(
-        201,
-        {
-            "id": str(verification.pk),
-            "status": verification.status,
-            "permalink": request.build_absolute_uri(selectors.permalink(verification)),
-            "result_url": request.build_absolute_uri(f"/api/verifications/{verification.pk}"),
-        },
-    )
+    created = {
+        "id": str(verification.pk),
+        "status": verification.status,
+        "permalink": request.build_absolute_uri(selectors.permalink(verification)),
+        "result_url": request.build_absolute_uri(f"/api/verifications/{verification.pk}"),
+    }
+    response = api.create_response(request, created, status=201)
+    response[ownership.HEADER] = token  # the caller's own, or a new one it should keep
+    return response
 
 
 class ResultView(Schema):
@@ -209,12 +228,14 @@ class RetryOut(Schema):
 @api.post(
     "/verifications/{verification_id}/retry",
     # 400: an id that is not a UUID; 415: no Content-Type: application/json (the request has no body).
-    response={202: RetryOut, 400: Error, 404: Error, 409: Error, 415: Error},
+    response={202: RetryOut, 400: Error, 403: Error, 404: Error, 409: Error, 415: Error},
     tags=["verifications"],
 )
 def verification_retry(request: HttpRequest, verification_id: uuid.UUID):
     """Queue the failed items of a finished run again, in place (same id and permalink)."""
     verification = _verification(verification_id)
+    if not ownership.may_retry(request, verification):
+        return Status(403, {"detail": ownership.RETRY_REFUSED})
     if verification.status not in FINISHED:
         return Status(409, {"detail": "The run is still going: retry it once it has finished."})
     retried = tasks.retry_failed(verification.pk)

@@ -6,6 +6,7 @@ A file's type is sniffed from its bytes, never taken from its name or the browse
 
 import hashlib
 import re
+import secrets
 import unicodedata
 from dataclasses import dataclass
 
@@ -23,8 +24,9 @@ EVIDENCE_MODES = [
     ("documents", "Only my documents: no web search"),
     ("both", "Both: the web and my documents"),
 ]
-# An upload's Source URL: content-addressed, and no web page can have it. The page cache is
-# keyed by URL, so two people's different files of the same name never share an entry.
+# An upload's Source URL: a random id that no web page can have. Random, not the file's hash:
+# the URL is in the result JSON, and a hash would tell anyone holding a candidate file whether
+# this run read it. (So each upload has its own page-cache entry, even of the same bytes.)
 UPLOAD_SCHEME = "upload:"
 # Markdown is read as plain text: its markup is a few symbols around words passages can keep.
 READ_AS = {MARKDOWN: TEXT}
@@ -56,6 +58,11 @@ class DocumentDraft:
     @property
     def is_upload(self) -> bool:
         return is_upload(self.url)
+
+    @property
+    def identity(self) -> str:
+        """What makes two drafts the same document: the address, or the bytes of a file."""
+        return "sha256:" + hashlib.sha256(self.body).hexdigest() if self.is_upload else self.url
 
 
 def looks_binary(text: str) -> bool:
@@ -111,9 +118,7 @@ def uploaded_document(upload: UploadedFile) -> DocumentDraft:
     content_type = sniff(body)
     if content_type is None:
         raise ValidationError(f"{name} is not a PDF, HTML, Markdown or text file.", code="file_type")
-    return DocumentDraft(
-        url=UPLOAD_SCHEME + hashlib.sha256(body).hexdigest(), name=name, content_type=content_type, body=body
-    )
+    return DocumentDraft(url=UPLOAD_SCHEME + secrets.token_hex(16), name=name, content_type=content_type, body=body)
 
 
 def url_lines(text: str) -> list[str]:
@@ -123,7 +128,7 @@ def url_lines(text: str) -> list[str]:
 def checked(drafts: list[DocumentDraft], mode: str) -> list[DocumentDraft]:
     """The run's documents, each once (the same URL or the same bytes twice count once),
     within MAX_DOCUMENTS, and at least one when the mode reads documents only."""
-    unique = list({draft.url: draft for draft in drafts}.values())
+    unique = list({draft.identity: draft for draft in drafts}.values())
     limit = settings.MAX_DOCUMENTS
     if limit and len(unique) > limit:
         raise ValidationError(

@@ -86,6 +86,9 @@ class Verification(models.Model):
     # The configuration the run was started with, as keyed digests (providers.run_needs): a
     # process that would run it with other keys or servers says so instead.
     needs = models.JSONField(default=dict, blank=True)
+    # The browser or API caller that started it, as a keyed hash of its owner token (ownership.py;
+    # "" for runs from before tokens, and for the CLI): only it may use the run's documents again.
+    creator = models.CharField(max_length=64, blank=True, db_index=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -249,3 +252,20 @@ class WorkerProcess(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} process {self.name}"
+
+
+class Spending(models.Model):
+    """What one client spent, one row per request that spends: the per-hour limits of steps,
+    retries and uploaded bytes (limits.py) are sums over these rows, so they hold across web
+    processes and do not depend on the cache. Rows older than the window are deleted."""
+
+    client = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16)
+    amount = models.PositiveBigIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["client", "kind", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.amount} at {self.created_at}"

@@ -5,13 +5,13 @@ import json
 import uuid
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from verification import limits, providers, selectors, services, tasks
+from verification import limits, ownership, providers, selectors, services, tasks
 from verification.forms import DEFAULT_SETTINGS, VerificationForm
 from verification.models import Verification
 from verification.viewstate import ViewState
@@ -22,7 +22,7 @@ def home(request: HttpRequest) -> HttpResponse:
     edited_from = _edited_from(request)
     if request.method == "GET":
         return _home(request, _initial_form(edited_from), edited_from)
-    form = VerificationForm(request.POST, request.FILES, inherited=selectors.documents_of(edited_from))
+    form = VerificationForm(request.POST, request.FILES, inherited=_reusable_documents(request, edited_from))
     if not form.is_valid():
         return _home(request, form, edited_from, status=400)
     run_settings = form.run_settings()
@@ -36,15 +36,23 @@ def home(request: HttpRequest) -> HttpResponse:
         response = _home(request, form, edited_from, status=429, limit_error=limited.message())
         response["Retry-After"] = str(limited.retry_after)
         return response
+    token = ownership.request_token(request) or ownership.new_token()
     verification = services.verification_create(
         text=form.cleaned_data["text"],
         settings=run_settings,
         edited_from=edited_from,
         client=client,
+        creator=ownership.creator_key(token),
         documents=form.documents,
     )
     tasks.enqueue_verification(verification)
-    return redirect("verification:result", verification_id=verification.pk)
+    return ownership.remember(redirect("verification:result", verification_id=verification.pk), request, token)
+
+
+def _reusable_documents(request: HttpRequest, edited_from: Verification | None) -> list:
+    """An edited run's documents, for its creator only: anyone else who holds the permalink
+    could otherwise check a text of their own against them and read them back as evidence."""
+    return selectors.documents_of(edited_from) if ownership.is_creator(request, edited_from) else []
 
 
 def _edited_from(request: HttpRequest) -> Verification | None:
@@ -63,13 +71,15 @@ def _initial_form(edited_from: Verification | None) -> VerificationForm:
 
 
 def _home(request, form, edited_from, status=200, limit_error="") -> HttpResponse:
+    documents = selectors.documents_json(edited_from) if edited_from else []
     context = {
         "form": form,
         "edited_from": edited_from,
         "limit_error": limit_error,
         "problems": providers.configuration_problems(form["model"].value() or None),
         "max_chars": settings.MAX_TEXT_CHARS,
-        "kept_documents": selectors.documents_json(edited_from) if edited_from else [],
+        "kept_documents": documents if ownership.is_creator(request, edited_from) else [],
+        "withheld_documents": bool(documents) and not ownership.is_creator(request, edited_from),
         "max_documents": settings.MAX_DOCUMENTS,
         "max_upload_mb": settings.MAX_UPLOAD_BYTES / 2**20,
     }
@@ -92,6 +102,7 @@ def about(request: HttpRequest) -> HttpResponse:
 def result(request: HttpRequest, verification_id) -> HttpResponse:
     verification = _verification(verification_id)
     context = selectors.result_page(verification, ViewState.from_query(request.GET))
+    context["can_retry"] = context["can_retry"] and ownership.may_retry(request, verification)
     # htmx restoring history it did not cache wants the whole page, not the fragment.
     fragment = request.htmx and not request.htmx.history_restore_request
     # A viewer's own change (a checkbox, the score rule) is announced; a progress poll is not.
@@ -104,6 +115,8 @@ def result(request: HttpRequest, verification_id) -> HttpResponse:
 def retry(request: HttpRequest, verification_id) -> HttpResponse:
     """Re-queue the failed parts of a finished run in place; back to its page either way."""
     verification = _verification(verification_id)
+    if not ownership.may_retry(request, verification):
+        return HttpResponseForbidden(ownership.RETRY_REFUSED, content_type="text/plain; charset=utf-8")
     tasks.retry_failed(verification.pk)
     # The viewer's selection survives, re-parsed: the form field is never echoed as it came.
     state = ViewState.from_query(QueryDict(request.POST.get("query", "").lstrip("?")[:4000]))

@@ -1,8 +1,9 @@
 """The user's own documents, stored as a run's sources."""
 
+import hashlib
 from collections.abc import Sequence
 
-from verification.documents import UPLOAD_SCHEME, DocumentDraft
+from verification.documents import DocumentDraft
 from verification.models import (
     Origin,
     Source,
@@ -31,7 +32,7 @@ def documents_save(*, verification: Verification, drafts: Sequence[DocumentDraft
                 source=source,
                 name=draft.name,
                 content_type=draft.content_type,
-                sha256=draft.url.removeprefix(UPLOAD_SCHEME),
+                sha256=hashlib.sha256(draft.body).hexdigest(),
                 body=draft.body,
             )
         sources.append(source)

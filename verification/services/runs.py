@@ -36,9 +36,12 @@ def verification_create(
     settings: dict,
     edited_from: Verification | None = None,
     client: str = "",
+    creator: str = "",
     documents: Sequence[DocumentDraft] = (),
 ) -> Verification:
-    verification = Verification.objects.create(text=text, settings=settings, edited_from=edited_from, client=client)
+    verification = Verification.objects.create(
+        text=text, settings=settings, edited_from=edited_from, client=client, creator=creator
+    )
     documents_save(verification=verification, drafts=documents)
     return verification
 
