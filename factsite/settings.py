@@ -51,6 +51,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     # The API has no CSRF token: it takes only JSON bodies, which other sites cannot send (see Limits).
     "verification.limits.JsonOnlyApiMiddleware",
+    "verification.limits.SpendingLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
@@ -232,6 +233,12 @@ RUN_RETENTION_DAYS = env.int("RUN_RETENTION_DAYS", default=30)
 # Runs one client address may start per hour, counted from the runs in the database (so across
 # web processes, and with the cache down); the command line counts as one client.
 RUNS_PER_HOUR = env.int("RUNS_PER_HOUR", default=30)
+# What else spends, per client and hour (summed over `Spending` rows, so across web processes):
+# calls of the step API that reach a model, a search or a page (/api/steps/…), retries of a run
+# (form or API), and megabytes of uploaded files.
+STEP_CALLS_PER_HOUR = env.int("STEP_CALLS_PER_HOUR", default=300)
+RETRIES_PER_HOUR = env.int("RETRIES_PER_HOUR", default=30)
+UPLOAD_MB_PER_HOUR = env.int("UPLOAD_MB_PER_HOUR", default=300)
 # How many proxies in front of the app append to X-Forwarded-For: the client address is the
 # entry the outermost appended. 0: the connection's own address (REMOTE_ADDR).
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)

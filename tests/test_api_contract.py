@@ -126,14 +126,14 @@ BODY = {400, 413, 415}
 DECLARED = {
     ("post", "/api/verifications"): {201, *BODY, 429, 503},
     ("get", "/api/verifications/{verification_id}"): {200, 400, 404},
-    ("post", "/api/verifications/{verification_id}/retry"): {202, 400, 403, 404, 409, 415},
+    ("post", "/api/verifications/{verification_id}/retry"): {202, 400, 403, 404, 409, 415, 429},
     ("post", "/api/steps/segment"): {200, *BODY},
-    ("post", "/api/steps/decompose"): {200, *BODY, 502, 503},
-    ("post", "/api/steps/search"): {200, *BODY, 502, 503},
-    ("post", "/api/steps/extract"): {200, *BODY, 502},
-    ("post", "/api/steps/passages"): {200, *BODY},
-    ("post", "/api/steps/categorize"): {200, *BODY, 502, 503},
-    ("post", "/api/steps/judge"): {200, *BODY, 502, 503},
+    ("post", "/api/steps/decompose"): {200, *BODY, 429, 502, 503},
+    ("post", "/api/steps/search"): {200, *BODY, 429, 502, 503},
+    ("post", "/api/steps/extract"): {200, *BODY, 429, 502},
+    ("post", "/api/steps/passages"): {200, *BODY, 429},
+    ("post", "/api/steps/categorize"): {200, *BODY, 429, 502, 503},
+    ("post", "/api/steps/judge"): {200, *BODY, 429, 502, 503},
     ("post", "/api/steps/score"): {200, *BODY},
 }
 

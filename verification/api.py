@@ -21,7 +21,15 @@ from verification.forms import VerificationForm
 from verification.models import FINISHED, Verification
 from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
 from verification.pipeline.types import StepError
-from verification.schemas import BODY_ERRORS, Error, EvidenceMode, RunStatus, ScoreRule, VerificationResult
+from verification.schemas import (
+    BODY_ERRORS,
+    SPENDING_ERRORS,
+    Error,
+    EvidenceMode,
+    RunStatus,
+    ScoreRule,
+    VerificationResult,
+)
 from verification.scoring import DEFAULT_RULE
 from verification.viewstate import ViewState, parse_ids
 
@@ -127,7 +135,7 @@ class VerificationCreated(Schema):
                 f"{limits.UPLOAD_HEADER} (which no other site's page can send)"
             },
             429: {
-                "description": "Too many runs from this client (RUNS_PER_HOUR)",
+                "description": "Too many runs (RUNS_PER_HOUR) or megabytes uploaded (UPLOAD_MB_PER_HOUR) by the client",
                 "headers": {
                     "Retry-After": {"description": "Seconds until it may start a run", "schema": {"type": "integer"}}
                 },
@@ -165,7 +173,7 @@ def verification_create(request: HttpRequest):
     if problems:
         return Status(503, {"detail": " ".join(problems)})
     client = limits.request_client(request)
-    limited = limits.rate_limited(client)
+    limited = limits.rate_limited(client) or limits.uploads_limited(client, uploads)
     if limited:
         response = api.create_response(request, {"detail": limited.message()}, status=429)
         response["Retry-After"] = str(limited.retry_after)
@@ -228,7 +236,7 @@ class RetryOut(Schema):
 @api.post(
     "/verifications/{verification_id}/retry",
     # 400: an id that is not a UUID; 415: no Content-Type: application/json (the request has no body).
-    response={202: RetryOut, 400: Error, 403: Error, 404: Error, 409: Error, 415: Error},
+    response={202: RetryOut, 400: Error, 403: Error, 404: Error, 409: Error, 415: Error, **SPENDING_ERRORS},
     tags=["verifications"],
 )
 def verification_retry(request: HttpRequest, verification_id: uuid.UUID):

@@ -14,7 +14,7 @@ from pydantic import AfterValidator, field_validator
 from verification import providers, services
 from verification.pipeline import categorize, decompose, extract, judge, lazy, search, segment
 from verification.pipeline.types import EvidenceToJudge, SegmentedSentence
-from verification.schemas import BODY_ERRORS, Band, Error, ScoreRule, SourceTypeValue, VerdictValue
+from verification.schemas import BODY_ERRORS, SPENDING_ERRORS, Band, Error, ScoreRule, SourceTypeValue, VerdictValue
 from verification.scoring import DEFAULT_RULE, EvidenceRecord, Tally, compute_scores
 
 steps = Router(tags=["steps"])
@@ -94,7 +94,7 @@ class ClaimOut(Schema):
     query: str
 
 
-@steps.post("/decompose", response={200: list[ClaimOut], **BODY_ERRORS, 502: Error, 503: Error})
+@steps.post("/decompose", response={200: list[ClaimOut], **BODY_ERRORS, **SPENDING_ERRORS, 502: Error, 503: Error})
 def step_decompose(request: HttpRequest, payload: DecomposeIn):
     """Atomic, self-contained claims of one sentence, each with a search query (one LLM call)."""
     context = payload.context if payload.sentence in payload.context else [*payload.context, payload.sentence]
@@ -117,7 +117,7 @@ class SearchHitOut(Schema):
     provider: str = Field(description='the search provider that found it ("serper", "wikipedia", …)')
 
 
-@steps.post("/search", response={200: list[SearchHitOut], **BODY_ERRORS, 502: Error, 503: Error})
+@steps.post("/search", response={200: list[SearchHitOut], **BODY_ERRORS, **SPENDING_ERRORS, 502: Error, 503: Error})
 def step_search(request: HttpRequest, payload: SearchIn):
     """Web search results for a query."""
     return [h.__dict__ for h in search.search_claim(_search(), payload.query, payload.top_k)]
@@ -166,7 +166,7 @@ class PageOut(Schema):
     sentences: list[str]
 
 
-@steps.post("/extract", response={200: PageOut, **BODY_ERRORS, 502: Error})
+@steps.post("/extract", response={200: PageOut, **BODY_ERRORS, **SPENDING_ERRORS, 502: Error})
 def step_extract(request: HttpRequest, payload: ExtractIn):
     """Fetch a page (SSRF-safe) and extract its title and main text."""
     passages = lazy.load("verification.pipeline.passages")  # nltk: seconds to import, not at the start
@@ -189,7 +189,7 @@ class PassageOut(Schema):
     score: float
 
 
-@steps.post("/passages", response={200: list[PassageOut], **BODY_ERRORS})
+@steps.post("/passages", response={200: list[PassageOut], **BODY_ERRORS, **SPENDING_ERRORS})
 def step_passages(request: HttpRequest, payload: PassagesIn):
     """The passages of a page that best match a claim."""
     passages = lazy.load("verification.pipeline.passages")  # nltk: seconds to import, not at the start
@@ -216,7 +216,7 @@ class CategoryOut(Schema):
     decided_by: Literal["rules", "cache", "llm", "unknown"]
 
 
-@steps.post("/categorize", response={200: CategoryOut, **BODY_ERRORS, 502: Error, 503: Error})
+@steps.post("/categorize", response={200: CategoryOut, **BODY_ERRORS, **SPENDING_ERRORS, 502: Error, 503: Error})
 def step_categorize(request: HttpRequest, payload: CategorizeIn):
     """A host's source type: rule table, the per-host cache, then the LLM."""
     try:
@@ -256,7 +256,7 @@ class JudgementOut(Schema):
     error: str
 
 
-@steps.post("/judge", response={200: list[JudgementOut], **BODY_ERRORS, 502: Error, 503: Error})
+@steps.post("/judge", response={200: list[JudgementOut], **BODY_ERRORS, **SPENDING_ERRORS, 502: Error, 503: Error})
 def step_judge(request: HttpRequest, payload: JudgeIn):
     """Verdict (supported / not_supported / irrelevant) and rationale for each passage."""
     items = [EvidenceToJudge(key=str(i), source_title="", passage=p) for i, p in enumerate(payload.passages)]

@@ -1,5 +1,6 @@
 """What one client may ask of the server: API writes only as JSON, so that no other site can make
-a visitor's browser send them, and RUNS_PER_HOUR runs per client address. (The claim budget of a
+a visitor's browser send them; RUNS_PER_HOUR runs per client address, and per hour as well
+STEP_CALLS_PER_HOUR step calls, RETRIES_PER_HOUR retries and UPLOAD_MB_PER_HOUR of uploads. (The claim budget of a
 run, MAX_CLAIMS_PER_RUN, is checked with the text, in forms.py.)"""
 
 import hashlib
@@ -9,10 +10,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
-from verification import selectors
+from verification import selectors, services
 
 WINDOW = timedelta(hours=1)
 # `manage.py verify` counts as one client, whoever runs it.
@@ -120,16 +121,119 @@ def request_client(request: HttpRequest) -> str:
 
 @dataclass(frozen=True)
 class RateLimited:
-    runs: int
+    runs: int  # what the client spent in the last hour, in the limit's unit
     limit: int
-    retry_after: int  # seconds until the client may start a run again
+    retry_after: int  # seconds until the client may spend again
+    what: str = "verifications"
+    setting: str = "RUNS_PER_HOUR"
 
     def message(self, who: str = "your address") -> str:
         minutes = math.ceil(self.retry_after / 60)
         return (
-            f"Too many verifications from {who}: {self.runs} in the last hour (RUNS_PER_HOUR={self.limit}). "
+            f"Too many {self.what} from {who}: {self.runs} in the last hour ({self.setting}={self.limit}). "
             f"Try again in {minutes} minute{'' if minutes == 1 else 's'}."
         )
+
+
+@dataclass(frozen=True)
+class Budget:
+    kind: str  # Spending.kind
+    setting: str  # the settings name of its hourly limit (0: no limit)
+    what: str  # what the message counts
+    unit: int = 1  # the limit's unit, in the amounts recorded (bytes per megabyte for uploads)
+
+
+STEP_CALLS = Budget("step", "STEP_CALLS_PER_HOUR", "step calls")
+RETRIES = Budget("retry", "RETRIES_PER_HOUR", "retries")
+UPLOADS = Budget("upload", "UPLOAD_MB_PER_HOUR", "megabytes uploaded", unit=2**20)
+# The requests that spend, by url name: step API calls that reach a model, a search or a page (or
+# rank with the model), and retries from the page or the API. Segment and score are cheap.
+SPENDING_OPERATIONS = {
+    "step_decompose": STEP_CALLS,
+    "step_search": STEP_CALLS,
+    "step_extract": STEP_CALLS,
+    "step_passages": STEP_CALLS,
+    "step_categorize": STEP_CALLS,
+    "step_judge": STEP_CALLS,
+    "verification_retry": RETRIES,
+    "retry": RETRIES,
+}
+
+
+def spend(client: str, budget: Budget, amount: int = 1):
+    """Records the spending if it fits in the client's last hour, and returns the row (to undo
+    if the request ends up spending nothing); else returns RateLimited. Recorded first and
+    counted after, so concurrent requests cannot all slip under the limit."""
+    limit = getattr(settings, budget.setting) * budget.unit
+    now = timezone.now()
+    spending = services.spending_add(client=client, kind=budget.kind, amount=amount, forget_before=now - WINDOW)
+    if limit <= 0:
+        return spending
+    spent = selectors.client_spending(client, budget.kind, since=now - WINDOW)
+    total = sum(amount for _, amount in spent)
+    if total <= limit:
+        return spending
+    services.spending_undo(spending)
+    return RateLimited(
+        runs=math.ceil((total - amount) / budget.unit),
+        limit=limit // budget.unit,
+        retry_after=_frees_at(selectors.client_spending(client, budget.kind, since=now - WINDOW), total - limit, now),
+        what=budget.what,
+        setting=budget.setting,
+    )
+
+
+def _frees_at(spent: list, needed: int, now) -> int:
+    """Seconds until the oldest spending has left the window by `needed` or more; an hour when
+    even an empty window would not take the request (an upload larger than the hourly limit)."""
+    freed = 0
+    for at, amount in spent:
+        freed += amount
+        if freed >= needed:
+            return max(1, math.ceil((at + WINDOW - now).total_seconds()))
+    return math.ceil(WINDOW.total_seconds())
+
+
+def uploads_limited(client: str, files) -> RateLimited | None:
+    """Records the bytes of a request's uploaded files against UPLOAD_MB_PER_HOUR, or says why not."""
+    size = sum(file.size for file in files)
+    spent = spend(client, UPLOADS, size) if size else None
+    return spent if isinstance(spent, RateLimited) else None
+
+
+class SpendingLimitMiddleware:
+    """Per-client hourly limits of the requests that spend without starting a run (step calls,
+    retries), for the API and the page alike; a request refused or failed (4xx/5xx) spends nothing."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        response = self.get_response(request)
+        spending = getattr(request, "factsite_spending", None)
+        if spending is not None and response.status_code >= 400:
+            services.spending_undo(spending)
+        return response
+
+    def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
+        budget = SPENDING_OPERATIONS.get(request.resolver_match.url_name)
+        if request.method != "POST" or budget is None:
+            return None
+        spent = spend(request_client(request), budget)
+        if isinstance(spent, RateLimited):
+            return limited_response(request, spent)
+        request.factsite_spending = spent
+        return None
+
+
+def limited_response(request: HttpRequest, limited: RateLimited) -> HttpResponse:
+    """429 with Retry-After: JSON for the API, a plain sentence for a page's form."""
+    if "api" in request.resolver_match.namespaces:
+        response = JsonResponse({"detail": limited.message()}, status=429)
+    else:
+        response = HttpResponse(limited.message(), status=429, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = str(limited.retry_after)
+    return response
 
 
 def rate_limited(client: str) -> RateLimited | None:

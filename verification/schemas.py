@@ -23,6 +23,8 @@ class Error(Schema):
 # not valid input, 413 over Django's DATA_UPLOAD_MAX_MEMORY_SIZE, 415 (limits.JsonOnlyApiMiddleware)
 # for a request that does not say it is JSON.
 BODY_ERRORS = {400: Error, 413: Error, 415: Error}
+# Operations that spend (limits.SPENDING_OPERATIONS): over the client's hourly limit, 429 with Retry-After.
+SPENDING_ERRORS = {429: Error}
 
 
 ScoreRule = Literal[tuple(SCORE_RULES)]

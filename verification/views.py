@@ -30,7 +30,7 @@ def home(request: HttpRequest) -> HttpResponse:
         # The page names the variables to set; the pasted text stays in the form.
         return _home(request, form, edited_from, status=503)
     client = limits.request_client(request)
-    limited = limits.rate_limited(client)
+    limited = limits.rate_limited(client) or limits.uploads_limited(client, request.FILES.getlist("files"))
     if limited:
         # Said above the form, the pasted text kept, as for any other refusal.
         response = _home(request, form, edited_from, status=429, limit_error=limited.message())

@@ -19,6 +19,7 @@ from verification.models import (
     ClaimStatus,
     Evidence,
     SearchResult,
+    Spending,
     Status,
     Verification,
 )
@@ -172,3 +173,9 @@ def client_run_times(client: str, *, since: datetime) -> list[datetime]:
     """When each of one client's runs since `since` was created, oldest first: what RUNS_PER_HOUR counts."""
     runs = Verification.objects.filter(client=client, created_at__gte=since).order_by("created_at")
     return list(runs.values_list("created_at", flat=True))
+
+
+def client_spending(client: str, kind: str, *, since: datetime) -> list[tuple[datetime, int]]:
+    """When one client spent on `kind` since `since`, and how much, oldest first."""
+    rows = Spending.objects.filter(client=client, kind=kind, created_at__gte=since).order_by("created_at", "pk")
+    return list(rows.values_list("created_at", "amount"))

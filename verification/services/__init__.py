@@ -61,6 +61,10 @@ from verification.services.runs import (
     verifications_stalled,
     verifications_touch,
 )
+from verification.services.spending import (
+    spending_add,
+    spending_undo,
+)
 from verification.services.workers import (
     worker_process_beat,
     worker_processes_alive,
@@ -68,6 +72,8 @@ from verification.services.workers import (
 )
 
 __all__ = [
+    "spending_add",
+    "spending_undo",
     "STALE_QUESTION",
     "source_type_set",
     "host_category_claim",
