@@ -4,12 +4,12 @@ Create and read verifications here; every pipeline step on its own is in api_ste
 under /api/steps. Response schemas shared by both are in schemas.py."""
 
 import uuid
+from datetime import datetime
 from typing import Literal
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpRequest
 from django.utils.datastructures import MultiValueDict
 from ninja import Field, NinjaAPI, Query, Schema
 from ninja.errors import ValidationError as NinjaValidationError
@@ -19,11 +19,13 @@ from verification import api_uploads, limits, ownership, providers, selectors, s
 from verification.api_steps import steps
 from verification.forms import VerificationForm
 from verification.models import FINISHED, Verification
+from verification.models import Status as RunState
 from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
 from verification.pipeline.types import StepError
 from verification.schemas import (
     BODY_ERRORS,
     SPENDING_ERRORS,
+    Band,
     Error,
     EvidenceMode,
     RunStatus,
@@ -246,6 +248,8 @@ def verification_retry(request: HttpRequest, verification_id: uuid.UUID):
         return Status(403, {"detail": ownership.RETRY_REFUSED})
     if verification.status not in FINISHED:
         return Status(409, {"detail": "The run is still going: retry it once it has finished."})
+    if verification.status == RunState.CANCELLED:
+        return Status(409, {"detail": "The run was cancelled: start it again with Edit text instead."})
     retried = tasks.retry_failed(verification.pk)
     if not retried:
         return Status(409, {"detail": "Nothing in this run failed: there is nothing to retry."})
@@ -253,9 +257,77 @@ def verification_retry(request: HttpRequest, verification_id: uuid.UUID):
     return Status(202, {"id": str(verification.pk), "status": verification.status, "retried": retried})
 
 
+class CheckOut(Schema):
+    id: str = Field(json_schema_extra={"format": "uuid"})
+    permalink: str
+    title: str = Field(description="The text's first words.")
+    created_at: datetime
+    status: RunStatus
+    score: float | None = Field(description="Overall credibility under the default rule (null: no evidence yet).")
+    band: Band
+    evidence: str = Field(description="Where the evidence came from: the web, the caller's documents, or both.")
+
+
+@api.get("/verifications", response={200: list[CheckOut], 400: Error}, tags=["verifications"])
+def verification_list(request: HttpRequest):
+    """The runs the caller started, newest first (at most 200): the caller is the X-Client-Token
+    header, or the browser's owner cookie. Without either, nothing is listed; nobody's runs but
+    the caller's ever are."""
+    if ownership.header_token(request) == "":
+        return Status(400, {"detail": ownership.TOKEN_RULE + "."})
+    token = ownership.request_token(request)
+    runs = selectors.runs_started_by(ownership.creator_key(token) if token else "")[:200]
+    return [
+        {**row.__dict__, "permalink": request.build_absolute_uri(row.permalink)} for row in selectors.check_rows(runs)
+    ]
+
+
+@api.delete(
+    "/verifications/{verification_id}",
+    response={204: None, 400: Error, 403: Error, 404: Error},
+    tags=["verifications"],
+)
+def verification_delete(request: HttpRequest, verification_id: uuid.UUID):
+    """Delete a run and everything stored for it, its uploaded documents included (its creator
+    only). Its permalink then answers 404, saying it was deleted."""
+    verification = _verification(verification_id)
+    if not ownership.is_creator(request, verification):
+        return Status(403, {"detail": ownership.NOT_CREATOR})
+    services.verification_delete(verification.pk)
+    return Status(204, None)
+
+
+class CancelOut(Schema):
+    id: str = Field(json_schema_extra={"format": "uuid"})
+    status: RunStatus
+
+
+@api.post(
+    "/verifications/{verification_id}/cancel",
+    response={202: CancelOut, 400: Error, 403: Error, 404: Error, 409: Error, 415: Error},
+    tags=["verifications"],
+)
+def verification_cancel(request: HttpRequest, verification_id: uuid.UUID):
+    """Stop a run under way (its creator only): its queued work is dropped, nothing more is
+    spent on it, and what it found so far stays, with status `cancelled`."""
+    verification = _verification(verification_id)
+    if not ownership.is_creator(request, verification):
+        return Status(403, {"detail": ownership.NOT_CREATOR})
+    if not services.verification_cancel(verification.pk):
+        ended = f"The run has already ended ({verification.status}): there is nothing to cancel."
+        return Status(409, {"detail": ended})
+    return Status(202, {"id": str(verification.pk), "status": RunState.CANCELLED})
+
+
 def _verification(verification_id) -> Verification:
-    verification = get_object_or_404(Verification, pk=verification_id)
+    verification = selectors.verification_or_404(verification_id)
     return services.verification_expire_if_stale(verification, timeout_s=settings.RUN_TIMEOUT)
+
+
+@api.exception_handler(Http404)
+def not_found(request: HttpRequest, exc: Http404):
+    # Says whether the run was deleted by its creator or never existed.
+    return api.create_response(request, {"detail": str(exc) or "Not Found"}, status=404)
 
 
 api.add_router("/steps", steps)

@@ -11,9 +11,11 @@ class Status(models.TextChoices):
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
+    # A run its creator stopped: its queued work is ignored, what it found so far stays.
+    CANCELLED = "cancelled"
 
 
-FINISHED = (Status.DONE, Status.FAILED)
+FINISHED = (Status.DONE, Status.FAILED, Status.CANCELLED)
 
 
 class ClaimStatus(models.TextChoices):
@@ -269,3 +271,14 @@ class Spending(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.amount} at {self.created_at}"
+
+
+class DeletedVerification(models.Model):
+    """A run its creator deleted: all that is kept of it is its id, so its permalink can say
+    "deleted by its owner" instead of a bare "not found"."""
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    deleted_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"verification {self.id} (deleted)"

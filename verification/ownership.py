@@ -65,6 +65,7 @@ def may_retry(request: HttpRequest, verification: Verification) -> bool:
     return is_creator(request, verification) or not verification.sources.filter(origin=Origin.DOCUMENT).exists()
 
 
+NOT_CREATOR = "Only the browser or API caller that started this verification can do that."
 RETRY_REFUSED = (
     "Only the browser or API caller that started this verification can retry it: it reads their own documents."
 )

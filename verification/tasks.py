@@ -56,6 +56,17 @@ from verification.pipeline.types import (
 logger = logging.getLogger(__name__)
 
 
+class RunCancelled(Exception):
+    """The task's run was cancelled: the task ends without spending anything on it."""
+
+
+def _hold(verification_id) -> None:
+    """The task works for this run (heartbeat.hold), unless its creator cancelled it."""
+    heartbeat.hold(verification_id)
+    if Verification.objects.filter(pk=verification_id, status=Status.CANCELLED).exists():
+        raise RunCancelled
+
+
 class StepTask(DjangoTask):
     """Retries what a retry can fix (a busy database); when it gives up, `give_up` marks the
     task's item failed so the run still ends."""
@@ -69,7 +80,10 @@ class StepTask(DjangoTask):
 
     def __call__(self, *args, **kwargs):
         with heartbeat.task_scope():
-            return super().__call__(*args, **kwargs)
+            try:
+                return super().__call__(*args, **kwargs)
+            except RunCancelled:
+                return None
 
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
         logger.error("task %s%r failed: %s", self.name, args, exc, exc_info=exc)
@@ -303,7 +317,7 @@ def _after_hosts_typed(verification_ids) -> None:
 @step("splitting the text into sentences", give_up=_fail_run)
 def verification_start(verification_id: str) -> None:
     verification = Verification.objects.get(pk=verification_id)
-    heartbeat.hold(verification_id)
+    _hold(verification_id)
     if not verification.needs:
         services.verification_needs_record(verification_id, needs=providers.run_needs(verification.settings))
     elif _refuse_other_configuration(verification):
@@ -325,7 +339,7 @@ def sentences_decompose(sentence_ids: list[int]) -> None:
     sentences = list(Sentence.objects.filter(pk__in=sentence_ids).select_related("verification").order_by("index"))
     if not sentences:
         return
-    heartbeat.hold(sentences[0].verification_id)
+    _hold(sentences[0].verification_id)
     begun = [sentence for sentence in sentences if services.sentence_begin(sentence)]
     if not begun:
         return
@@ -377,7 +391,7 @@ def _claims_save(sentence: Sentence, drafts: list) -> None:
 @step("searching the web for a claim", give_up=_fail_claim)
 def claim_search(claim_id: int) -> None:
     claim = Claim.objects.select_related("sentence__verification").get(pk=claim_id)
-    heartbeat.hold(claim.sentence.verification_id)
+    _hold(claim.sentence.verification_id)
     if not services.claim_begin_search(claim):
         return
     # "documents": the run's own documents only, no search at all; "both": the web's and them.
@@ -442,7 +456,7 @@ def _readable_hits(claim: Claim, hits: list) -> list:
 @step("fetching a page", give_up=_fail_source)
 def source_fetch(source_id: int) -> None:
     source = Source.objects.get(pk=source_id)
-    heartbeat.hold(source.verification_id)
+    _hold(source.verification_id)
     page = None
     if source.status not in FINISHED:  # a redelivered fetch of a finished page only reads results
         try:
@@ -469,7 +483,7 @@ def host_categorize(host: str, verification_id: str) -> None:
 def _ask_types(hosts: list[str], verification_id: str) -> None:
     """Asked by the first run that met the hosts, in one call; its usage counts there. Hosts
     the model's answer left out are asked once more, one by one."""
-    heartbeat.hold(verification_id)
+    heartbeat.hold(verification_id)  # even if cancelled: other runs wait for the answer
     llm = providers.llm_client(Verification.objects.get(pk=verification_id).settings["model"])
     titles = dict(Source.objects.filter(verification_id=verification_id, host__in=hosts).values_list("host", "title"))
     try:
@@ -500,7 +514,7 @@ def evidence_judge_batch(evidence_ids: list[int]) -> None:
     if not batch:
         return
     verification = batch[0].claim.sentence.verification
-    heartbeat.hold(verification.pk)
+    _hold(verification.pk)
     items = [e for e in batch if e.status == Status.PENDING]
     if items:
         _judge(verification, items)
@@ -736,7 +750,7 @@ def judge_lingered(sentence_id: int) -> None:
     sentence = Sentence.objects.filter(pk=sentence_id).first()
     if sentence is None:  # its run was deleted meanwhile
         return
-    heartbeat.hold(sentence.verification_id)
+    _hold(sentence.verification_id)
     _judge_ready(sentence, lingered=True)
 
 

@@ -5,8 +5,10 @@ import json
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, QueryDict
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -103,6 +105,7 @@ def result(request: HttpRequest, verification_id) -> HttpResponse:
     verification = _verification(verification_id)
     context = selectors.result_page(verification, ViewState.from_query(request.GET))
     context["can_retry"] = context["can_retry"] and ownership.may_retry(request, verification)
+    context["is_creator"] = ownership.is_creator(request, verification)
     # htmx restoring history it did not cache wants the whole page, not the fragment.
     fragment = request.htmx and not request.htmx.history_restore_request
     # A viewer's own change (a checkbox, the score rule) is announced; a progress poll is not.
@@ -133,5 +136,54 @@ def result_json(request: HttpRequest, verification_id) -> HttpResponse:
 
 
 def _verification(verification_id) -> Verification:
-    verification = get_object_or_404(Verification, pk=verification_id)
+    verification = selectors.verification_or_404(verification_id)
     return services.verification_expire_if_stale(verification, timeout_s=settings.RUN_TIMEOUT)
+
+
+# --- My checks: the runs this browser started (ownership.py), and what only their creator may do
+
+
+CHECKS_PER_PAGE = 25
+
+
+@require_GET
+def checks(request: HttpRequest) -> HttpResponse:
+    token = ownership.request_token(request)
+    runs = selectors.runs_started_by(ownership.creator_key(token) if token else "")
+    page = Paginator(runs, CHECKS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {"page": page, "rows": selectors.check_rows(page.object_list), "done": request.GET.get("done", "")}
+    return render(request, "verification/checks.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def delete(request: HttpRequest, verification_id) -> HttpResponse:
+    """GET asks to confirm; POST deletes the run and everything stored for it."""
+    verification = _own_verification(request, verification_id)
+    if request.method == "GET":
+        context = {"verification": verification, "title": selectors.title_words(verification.text)}
+        return render(request, "verification/delete.html", context)
+    services.verification_delete(verification.pk)
+    return redirect(reverse("verification:checks") + "?done=deleted")
+
+
+@require_POST
+def cancel(request: HttpRequest, verification_id) -> HttpResponse:
+    verification = _own_verification(request, verification_id)
+    services.verification_cancel(verification.pk)
+    return redirect("verification:result", verification_id=verification.pk)
+
+
+@require_POST
+def forget_checks(request: HttpRequest) -> HttpResponse:
+    """Clears this browser's list: a new token from now on. The runs stay at their permalinks,
+    but nobody can list them any more, nor reuse their documents."""
+    response = redirect(reverse("verification:checks") + "?done=forgotten")
+    response.delete_cookie(ownership.COOKIE, samesite="Lax")
+    return response
+
+
+def _own_verification(request: HttpRequest, verification_id) -> Verification:
+    verification = _verification(verification_id)
+    if not ownership.is_creator(request, verification):
+        raise PermissionDenied(ownership.NOT_CREATOR)
+    return verification

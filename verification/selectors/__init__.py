@@ -4,6 +4,11 @@ Split by what they serve: `records` (rows scoring reads, the finished-run cache)
 (progress and problems), `result_json` (API, CLI, download) and `result_page` (the page's rows and facts).
 """
 
+from verification.selectors.checks import (
+    CheckRow,
+    check_rows,
+    runs_started_by,
+)
 from verification.selectors.progress import (
     PROBLEM_STEPS,
     run_is_starting,
@@ -22,6 +27,7 @@ from verification.selectors.records import (
     permalink,
     source_providers,
     verdicts,
+    verification_or_404,
     verification_scores,
     with_search_provider,
 )
@@ -42,6 +48,9 @@ from verification.selectors.result_page import (
 )
 
 __all__ = [
+    "CheckRow",
+    "check_rows",
+    "runs_started_by",
     "permalink",
     "once_finished",
     "evidence_records",
@@ -55,6 +64,7 @@ __all__ = [
     "source_providers",
     "client_run_times",
     "client_spending",
+    "verification_or_404",
     "run_is_starting",
     "verification_progress",
     "PROBLEM_STEPS",

@@ -11,12 +11,14 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
+from django.http import Http404
 from django.utils.timezone import localdate
 
 from verification.models import (
     FINISHED,
     Claim,
     ClaimStatus,
+    DeletedVerification,
     Evidence,
     SearchResult,
     Spending,
@@ -179,3 +181,15 @@ def client_spending(client: str, kind: str, *, since: datetime) -> list[tuple[da
     """When one client spent on `kind` since `since`, and how much, oldest first."""
     rows = Spending.objects.filter(client=client, kind=kind, created_at__gte=since).order_by("created_at", "pk")
     return list(rows.values_list("created_at", "amount"))
+
+
+DELETED = "This verification was deleted by the person who started it."
+NOT_FOUND = "There is no verification with this id."
+
+
+def verification_or_404(verification_id) -> Verification:
+    """The run, or Http404 saying whether its creator deleted it or it never existed."""
+    verification = Verification.objects.filter(pk=verification_id).first()
+    if verification is not None:
+        return verification
+    raise Http404(DELETED if DeletedVerification.objects.filter(pk=verification_id).exists() else NOT_FOUND)

@@ -91,7 +91,9 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         "finished": finished,
         "problems": problems,
         "problem_count": sum(p["count"] for p in problems),
-        "can_retry": finished and bool(problems or verification.status == Status.FAILED),
+        "can_retry": finished
+        and verification.status != Status.CANCELLED
+        and bool(problems or verification.status == Status.FAILED),
         "run_facts": _run_facts(verification),
         "checkable": any(result not in ("no_claim",) for result, _ in found.sentences.values()),
     }

@@ -13,6 +13,7 @@ from verification.models import (
     FINISHED,
     Claim,
     ClaimStatus,
+    DeletedVerification,
     Evidence,
     SearchResult,
     Sentence,
@@ -236,7 +237,8 @@ def verification_retry(verification_id) -> RetryPlan:
     caller wins the run's transition; the others (and runs with nothing to do) get an empty
     plan."""
     plan = _retry_plan(verification_id)
-    run = Verification.objects.filter(pk=verification_id, status__in=FINISHED)
+    # A cancelled run stays cancelled: its creator stopped it.
+    run = Verification.objects.filter(pk=verification_id, status__in=(Status.DONE, Status.FAILED))
     if not plan.items or not transition(run, to=Status.PENDING if plan.start else Status.RUNNING):
         return RetryPlan()
     Verification.objects.filter(pk=verification_id).update(
@@ -336,6 +338,27 @@ def _retry_plan(verification_id, *, failed: bool = True) -> RetryPlan:
         rereads=[c.pk for c in stalled_claims if c.results and c.pk not in judging],
         retypes=list(sources.filter(untyped)),
     )
+
+
+def verification_cancel(verification_id) -> bool:
+    """Stops a run under way: its queued tasks find it cancelled and end without spending
+    (tasks._hold); what it found so far stays. False when it had already ended."""
+    return transition(
+        Verification.objects.filter(pk=verification_id).exclude(status__in=FINISHED),
+        to=Status.CANCELLED,
+        error="cancelled by the person who started it",
+        finished_at=timezone.now(),
+    )
+
+
+@transaction.atomic
+def verification_delete(verification_id) -> None:
+    """Deletes a run and everything stored for it (its uploads too), keeping only its id so its
+    permalink can say it was deleted. A run under way is cancelled first, so its queued tasks end
+    at once; those already running find their rows gone (tasks.StepTask)."""
+    verification_cancel(verification_id)
+    DeletedVerification.objects.get_or_create(id=verification_id)
+    Verification.objects.filter(pk=verification_id).delete()
 
 
 def verifications_delete_older_than(days: int) -> int:
