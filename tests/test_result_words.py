@@ -9,7 +9,6 @@ import pytest
 
 from tests.test_views import add_claim, add_evidence, get, make_run, one, parse, permalink
 from verification.models import ClaimStatus, Sentence, Status, Verification
-from verification.selectors.result_page import result_legend
 
 pytestmark = pytest.mark.django_db
 
@@ -100,7 +99,7 @@ def test_the_headline_says_the_share_that_supports_not_mostly_unsupported(client
     doc = parse(get(client, permalink(run), htmx=True))
 
     assert "band-red" in one(doc, ".overall").classes
-    assert words(one(doc, "#overall-label")) == "Overall credibility · little or no evidence supports it"
+    assert words(one(doc, ".overall-label")) == "Overall credibility · little or no evidence supports it"
     assert words(one(doc, "#overall-counts")) == "supported evidence 3 of 16"
     assert words(one(doc, "#overall-breakdown")) == "3 supporting · 2 contradicting · 11 not addressing their claim"
     assert "unsupported" not in words(one(doc, ".summary"))
@@ -111,7 +110,7 @@ def test_an_orange_sentence_nothing_contradicts_is_not_called_mixed(client):
 
     doc = parse(get(client, permalink(run), htmx=True))
 
-    assert words(one(doc, "#overall-label")) == "Overall credibility · some evidence supports it"
+    assert words(one(doc, ".overall-label")) == "Overall credibility · some evidence supports it"
     assert "mixed" not in words(one(doc, "#result-body .summary")) + words(one(doc, "#note-0"))
 
 
@@ -124,7 +123,7 @@ def test_a_run_going_on_says_every_score_is_so_far_and_a_finished_one_does_not(c
 
     doc = parse(get(client, permalink(run), htmx=True, sentence="1"))
 
-    assert words(one(doc, "#overall-label")) == (
+    assert words(one(doc, ".overall-label")) == (
         "Overall credibility · most evidence supports it so far, from 4 of 6 judgements"
     )
     assert words(one(doc, "#note-1 .outcome-tag")) == "being checked"
@@ -171,7 +170,7 @@ def test_the_legend_shows_every_shape_and_band_the_sentences_can_have(client):
 
     doc = parse(get(client, permalink(run), htmx=True))
 
-    legend = one(doc, "#legend")
+    legend = one(doc, ".legend")
     shown = {a.get("data-outcome") for a in doc.cssselect("a.sentence")}
     assert shown == {"supported", "contradicted", "mixed", "unconfirmed", "no_evidence"}
     icons = {a.get("data-outcome"): one(a, ".score-badge").get("data-icon") for a in doc.cssselect("a.sentence")}
@@ -188,6 +187,8 @@ def test_about_describes_exactly_the_legend_and_the_documents_rule(client):
     assert "no relevant evidence" not in words(one(doc, "article"))
     assert bands["none"].startswith("grey “—” no score: nothing was counted")
     shapes = {span.get("data-outcome"): span.get("data-icon") for span in doc.cssselect(".shapes [data-outcome]")}
+    from verification.selectors.result_page import result_legend  # here: what the page's legend is built from
+
     legend = result_legend()["outcomes"]
     assert shapes == {row["outcome"]: row["icon"] for row in legend}  # the page's legend, shape for shape
     assert "documents that do not address a claim count in neither number" in words(one(doc, "article"))
