@@ -88,8 +88,8 @@ def test_the_per_sentence_links_say_which_sentence_and_its_outcome(client):
 
     names = [words(a) for a in doc.cssselect(".sentence-note > a")]
     assert names == [
-        "S1: sentence 1, “Claim number 1 is about the tower.”, contradicted by 1 of 3 sources read, score 0%",
-        "S2: sentence 2, “Claim number 2 is about the tower.”, supported by 2 of 2 sources read, score 100%",
+        "S1 (sentence 1, “Claim number 1 is about the tower.”): contradicted by 1 of 3 sources read, score 0%",
+        "S2 (sentence 2, “Claim number 2 is about the tower.”): supported by 2 of 2 sources read, score 100%",
     ]
 
 
