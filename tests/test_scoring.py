@@ -24,6 +24,7 @@ from verification.scoring import (
     outcome_words,
     provisional_words,
     sentence_outcome,
+    shown_percent,
     valid_rule,
 )
 
@@ -928,3 +929,24 @@ def test_one_vocabulary_in_lower_case_for_verdicts_outcomes_bands_and_rules():
 )
 def test_a_provisional_score_says_how_many_judgements_it_rests_on(spec, words):
     assert provisional_words(compute_scores(mix(spec)).overall) == words
+
+
+@pytest.mark.parametrize(
+    ("score", "shown"),
+    [
+        pytest.param(None, None, id="no-score"),
+        pytest.param(0.0, 0, id="zero"),
+        pytest.param(11 / 37, 29, id="red-29.7-is-not-shown-as-orange-30"),
+        pytest.param(0.2999999, 29, id="just-under-0.3"),
+        pytest.param(0.3, 30, id="exactly-0.3"),
+        pytest.param(0.5999, 59, id="orange-59.99-is-not-shown-as-green-60"),
+        pytest.param(0.6, 60, id="exactly-0.6"),
+        pytest.param(2 / 3, 67, id="rounds-up-inside-its-band"),
+        pytest.param(0.334, 33, id="rounds-down"),
+        pytest.param(0.996, 100, id="green-rounds-to-100"),
+    ],
+)
+def test_the_percent_shown_stays_in_the_band_of_its_colour(score, shown):
+    assert shown_percent(score) == shown
+    if score is not None:
+        assert band(shown / 100) == band(score)

@@ -27,6 +27,7 @@ Every claim also gets an outcome — supported, contradicted, mixed, unconfirmed
 failed (pending while it is being checked) — and every claim and sentence one sentence of words
 saying why it has its colour."""
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -168,6 +169,16 @@ def band(score: float | None) -> str:
     if score is None:
         return "none"
     return next(name for threshold, name in BANDS if score >= threshold)
+
+
+def shown_percent(score: float | None) -> int | None:
+    """The whole percent shown for a score, in the same band as the score: 11 of 37 (29.7%) is
+    red and shows "29%", never a "30%" that the legend calls orange. Only rounding up can cross
+    a threshold, so it rounds down then."""
+    if score is None:
+        return None
+    shown = round(score * 100)
+    return shown if band(shown / 100) == band(score) else math.floor(score * 100)
 
 
 def valid_rule(value: str | None) -> str:

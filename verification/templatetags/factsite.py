@@ -2,13 +2,17 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from verification.scoring import shown_percent
+
 register = template.Library()
 
 
 @register.filter
 def percent(fraction: float | None) -> str:
-    """0.666 → "67%"; no score → "—" (no evidence is not the same as 0%)."""
-    return "—" if fraction is None else f"{fraction:.0%}"
+    """0.666 → "67%", 0.297 → "29%" (red, as its colour); no score → "—" (no evidence is not
+    the same as 0%)."""
+    shown = shown_percent(fraction)
+    return "—" if shown is None else f"{shown}%"
 
 
 @register.filter

@@ -19,7 +19,7 @@ from verification.documents import EVIDENCE_MODES
 from verification.forms import VerificationForm
 from verification.management.run_options import add_run_settings_arguments
 from verification.models import FINISHED, Verification
-from verification.scoring import DEFAULT_RULE, OUTCOME_LABELS, SCORE_RULES
+from verification.scoring import DEFAULT_RULE, OUTCOME_LABELS, SCORE_RULES, shown_percent
 from verification.viewstate import ViewState
 
 VERDICT_MARKS = {"supported": "✓", "not_supported": "✗", "irrelevant": "·"}
@@ -162,7 +162,8 @@ def progress_line(progress: dict) -> str:
 
 
 def _percent(score: float | None) -> str:
-    return "  —  " if score is None else f"{score:4.0%} "
+    # shown_percent: the band's percent (29.7% red prints 29%, never an orange-looking 30%).
+    return "  —  " if score is None else f"{shown_percent(score):3d}% "
 
 
 def summary(result: dict, verification: Verification) -> str:
