@@ -8,7 +8,7 @@ import lxml.html
 import pytest
 
 from tests.test_views import add_claim, add_evidence, get, make_run, one, parse, permalink
-from verification.models import ClaimStatus, Sentence, Status, Verification
+from verification.models import ClaimStatus, Origin, Sentence, Source, Status, Verification
 
 pytestmark = pytest.mark.django_db
 
@@ -158,6 +158,14 @@ def test_documents_that_do_not_address_a_claim_do_not_count_against_it_and_the_p
         "1 supporting · 0 contradicting · 0 not addressing their claim · "
         "3 of your documents not addressing their claim, not counted"
     )
+    assert not doc.cssselect("#documents-rule")  # shown for runs that were given documents
+    Source.objects.filter(verification=run).update(origin=Origin.DOCUMENT)
+    given = parse(get(client, permalink(run), htmx=True))
+    assert words(one(given, "#documents-rule")) == (
+        "Your documents count only for the claims they address: a document that does not address a claim "
+        "counts in neither number (why)."
+    )
+    assert one(given, "#documents-rule a").get("href") == "/about#documents-rule"
     result = get(client, permalink(run) + ".json").json()
     assert result["score"] == 1.0 and result["counts"]["silent_documents"] == 3
     assert result["sentences"][0]["claims"][0]["note"] == (
