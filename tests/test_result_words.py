@@ -158,6 +158,9 @@ def test_documents_that_do_not_address_a_claim_do_not_count_against_it_and_the_p
         "1 supporting · 0 contradicting · 0 not addressing their claim · "
         "3 of your documents not addressing their claim, not counted"
     )
+    assert words(one(doc, "details.irrelevant-group > summary")) == (
+        "3 documents did not address this claim (3 of your documents: not counted)"
+    )
     assert not doc.cssselect("#documents-rule")  # shown for runs that were given documents
     Source.objects.filter(verification=run).update(origin=Origin.DOCUMENT)
     given = parse(get(client, permalink(run), htmx=True))

@@ -128,3 +128,19 @@ def test_contradicted_unconfirmed_and_supported_differ_without_colour(new_contex
         )
     ).to_have_count(1)
     expect(page.get_by_role("link", name="S1", exact=True)).to_have_count(0)
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+def test_a_100_percent_headline_fits_its_box_beside_a_long_breakdown(new_context, viewport):
+    run = make_run("The Eiffel Tower is in Paris.")
+    claim = add_claim(run, 0, "The Eiffel Tower is in Paris.")
+    evidence(claim, "3S")
+    evidence(claim, "7I", source_type="your_document")
+    page = new_context().new_page()
+    page.set_viewport_size(viewport)
+
+    page.goto(f"/v/{run.pk}")
+
+    score = page.locator("#overall-score")
+    assert score.inner_text() == "100%"
+    assert score.evaluate("e => e.scrollWidth <= e.clientWidth"), "the score spills out of its box"

@@ -87,8 +87,11 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         "scores": scores,
         "band_label": BAND_LABELS[scores.overall.band],
         # While the run goes on, every score rests on the judgements made so far: it says so.
-        "overall_provisional": "" if finished else provisional_words(scores.overall),
+        "overall_provisional": provisional_words(scores.overall)
+        if not finished and scores.overall.judgements_known
+        else "",
         "legend": result_legend(),
+        "noun": noun,
         "title": title_words(verification.text),
         "text_parts": _text_parts(verification.text, sentences, scores, found, state, sentence_noun),
         "sentence_notes": _sentence_notes(sentences, scores, found, state, sentence_noun),
