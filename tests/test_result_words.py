@@ -176,6 +176,13 @@ def test_documents_that_do_not_address_a_claim_do_not_count_against_it_and_the_p
     )
 
 
+def test_the_scoring_modules_document_type_is_the_models():
+    from verification.models import SourceType
+    from verification.scoring import DOCUMENT_TYPE
+
+    assert DOCUMENT_TYPE == SourceType.YOUR_DOCUMENT
+
+
 def test_the_legend_shows_every_shape_and_band_the_sentences_can_have(client):
     run = sentence_run("1S", "1N", "1S 1N", "1I", "")
 

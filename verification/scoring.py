@@ -25,7 +25,10 @@ item with one checkbox, and "do not count this text" means every copy of it.
 
 Every claim also gets an outcome — supported, contradicted, mixed, unconfirmed, no_evidence or
 failed (pending while it is being checked) — and every claim and sentence one sentence of words
-saying why it has its colour."""
+saying why it has its colour. The words shown beside a colour come from here too: the outcome with
+the counts behind the colour (`outcome_words`), its shape (`OUTCOME_ICONS`), the band's words, and
+"so far" while a run goes on (`provisional_words`), so that no label says the opposite of the
+colour beside it, and the page, the CLI and /about say the same thing."""
 
 import math
 from collections.abc import Iterable
