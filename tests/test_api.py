@@ -490,11 +490,12 @@ def evidence(evidence_id, sentence_index, claim_id, source_type, verdict, failed
     }
 
 
-def tally(supported, not_supported, irrelevant, total, score, band):
+def tally(supported, not_supported, irrelevant, total, score, band, silent_documents=0):
     return {
         "supported": supported,
         "not_supported": not_supported,
         "irrelevant": irrelevant,
+        "silent_documents": silent_documents,
         "total": total,
         "score": score,
         "band": band,
@@ -546,6 +547,17 @@ def test_score_counts_supported_over_supported_and_not_supported(client):
         "12": tally(0, 0, 1, 0, None, "none"),
     }
     assert scores["source_types"] == {"wiki": 40.0, "news": 40.0, "blog": 20.0}
+
+
+@pytest.mark.parametrize("rule", ["all", "decisive"])
+def test_score_counts_the_users_documents_that_do_not_address_a_claim_in_neither_number(client, rule):
+    documents = [evidence(1, 0, 7, "your_document", "supported")]
+    documents += [evidence(n, 0, 7, "your_document", "irrelevant") for n in (2, 3, 4)]
+
+    response = post(client, "/api/steps/score", {"evidence": documents, "score_rule": rule})
+
+    assert response.status_code == 200, response.content
+    assert response.json()["claims"] == {"7": tally(1, 0, 0, 1, 1.0, "green", silent_documents=3)}
 
 
 def test_score_leaves_out_excluded_evidence_and_source_types(client):

@@ -7,9 +7,13 @@ import pytest
 from verification.scoring import (
     BAND_LABELS,
     NO_CLAIM,
+    OUTCOME_ICONS,
     OUTCOME_LABELS,
     OUTCOMES,
     PENDING,
+    SCORE_RULES,
+    VERDICT_ICONS,
+    VERDICT_LABELS,
     EvidenceRecord,
     Tally,
     band,
@@ -17,7 +21,10 @@ from verification.scoring import (
     explain,
     explain_sentence,
     outcome,
+    outcome_words,
+    provisional_words,
     sentence_outcome,
+    shown_percent,
     valid_rule,
 )
 
@@ -726,3 +733,220 @@ def test_groups_count_once_in_their_sentence_and_claim_under_both_rules(rule):
     assert (scores.sentence(0).supported, scores.sentence(0).total) == (1, 1)
     assert scores.claim(11).irrelevant == 1
     assert scores.claim(11).total == (1 if rule == "all" else 0)
+
+
+# --- the user's documents: one that does not address a claim is not evidence against it
+
+
+@pytest.mark.parametrize(
+    ("documents", "web", "rule", "expected", "score"),
+    [
+        pytest.param("1S 3I", "", "all", Tally(supported=1, silent_documents=3), 1.0, id="one-of-four-documents"),
+        pytest.param("1N 3I", "", "all", Tally(not_supported=1, silent_documents=3), 0.0, id="contradicted-by-one"),
+        pytest.param("4I", "", "all", Tally(silent_documents=4), None, id="no-document-addresses-it"),
+        pytest.param(
+            "1S 2I",
+            "1S 2I",
+            "all",
+            Tally(supported=2, irrelevant=2, silent_documents=2),
+            0.5,
+            id="both-web-pages-count",
+        ),
+        pytest.param(
+            "1S 2I",
+            "1S 2I",
+            "decisive",
+            Tally(supported=2, irrelevant=2, silent_documents=2, rule="decisive"),
+            1.0,
+            id="both-decisive",
+        ),
+        pytest.param(
+            "1S 1F 1P 2I", "", "all", Tally(supported=1, failed=1, pending=1, silent_documents=2), 1.0, id="f-p"
+        ),
+    ],
+)
+def test_documents_that_do_not_address_a_claim_count_in_neither_number(documents, web, rule, expected, score):
+    evidence = mix(documents, source_type="your_document") + mix(web, source_type="news", first_id=100)
+
+    tally = compute_scores(evidence, rule=rule).claim(0)
+
+    assert tally == expected
+    assert tally.score == (None if score is None else pytest.approx(score))
+
+
+def test_silent_documents_are_not_in_the_source_type_shares():
+    evidence = mix("1S 3I", source_type="your_document") + mix("1N", source_type="news", first_id=10)
+
+    assert compute_scores(evidence).distribution == {"your_document": 50.0, "news": 50.0}
+
+
+def test_a_web_copy_of_a_document_counts_as_a_web_page():
+    evidence = [record(1, "irrelevant", source_type="news"), duplicate(2, of=1, source_type="your_document")]
+
+    assert compute_scores(evidence).overall == Tally(irrelevant=1)
+    assert compute_scores(evidence, excluded_types={"news"}).overall == Tally(silent_documents=1)
+
+
+@pytest.mark.parametrize(
+    ("tally", "expected_outcome", "note"),
+    [
+        pytest.param(
+            Tally(supported=1, silent_documents=3),
+            "supported",
+            "1 document supports it; 3 documents of yours did not address it (not counted)",
+            id="supported",
+        ),
+        pytest.param(
+            Tally(silent_documents=2),
+            "unconfirmed",
+            "2 documents read, none confirms or contradicts it (2 documents of yours, not counted)",
+            id="unconfirmed",
+        ),
+    ],
+)
+def test_a_note_says_which_documents_were_not_counted(tally, expected_outcome, note):
+    result = outcome(tally, finished=True)
+
+    assert result == expected_outcome
+    assert explain(tally, result, noun="document") == note
+
+
+# --- words and colours agree
+
+
+@pytest.mark.parametrize(
+    ("score_band", "label"),
+    [
+        ("green", "most evidence supports it"),
+        ("orange", "some evidence supports it"),
+        ("red", "little or no evidence supports it"),
+        ("none", "no score"),
+    ],
+)
+def test_a_bands_words_say_the_share_that_supports_and_nothing_about_contradiction(score_band, label):
+    # "mostly unsupported" read as contradicted for 3 supporting and 2 contradicting items;
+    # "mixed" for an orange sentence nothing contradicts.
+    assert BAND_LABELS[score_band] == label
+
+
+@pytest.mark.parametrize(
+    ("spec", "rule", "noun", "expected_band", "words"),
+    [
+        pytest.param("1S 2I", "all", "page", "orange", "supported by 1 of 3 pages read", id="supported-orange"),
+        pytest.param("1S 3I", "all", "page", "red", "supported by 1 of 4 pages read", id="supported-red"),
+        pytest.param("2S", "all", "page", "green", "supported by 2 of 2 pages read", id="supported-green"),
+        pytest.param("1S 2I", "decisive", "page", "green", "supported by 1 of 1 page that takes a side", id="decisive"),
+        pytest.param("1N 2I", "all", "page", "red", "contradicted by 1 of 3 pages read", id="contradicted"),
+        pytest.param(
+            "2N", "decisive", "page", "red", "contradicted by 2 of 2 pages that take a side", id="contradicted-decisive"
+        ),
+        pytest.param(
+            "3S 2N 11I",
+            "all",
+            "source",
+            "red",
+            "mixed evidence: supported by 3 of 16 sources read, contradicted by 2",
+            id="mixed-red",
+        ),
+        pytest.param(
+            "4S 1N",
+            "all",
+            "page",
+            "green",
+            "mixed evidence: supported by 4 of 5 pages read, contradicted by 1",
+            id="mix",
+        ),
+        pytest.param(
+            "3I", "all", "page", "red", "unconfirmed: none of 3 pages read addresses it", id="unconfirmed-red"
+        ),
+        pytest.param(
+            "1I", "decisive", "page", "none", "unconfirmed: none of 1 page read addresses it", id="unconfirmed-grey"
+        ),
+    ],
+)
+def test_outcome_words_carry_the_counts_behind_the_colour(spec, rule, noun, expected_band, words):
+    tally = compute_scores(mix(spec), rule=rule).overall
+    result = outcome(tally, finished=True)
+
+    assert tally.band == expected_band
+    assert outcome_words(tally, result, noun=noun) == words
+
+
+def test_outcome_words_for_documents_say_counted_when_some_were_read_and_not_counted():
+    tally = compute_scores(mix("1S 3I", source_type="your_document")).overall
+
+    assert outcome_words(tally, "supported", noun="document") == "supported by 1 of 1 document counted"
+
+
+@pytest.mark.parametrize(
+    "result", ["no_evidence", "failed", PENDING, NO_CLAIM], ids=["no-evidence", "failed", "pending", "no-claim"]
+)
+def test_outcomes_without_a_score_are_their_bare_label(result):
+    assert outcome_words(Tally(), result) == OUTCOME_LABELS[result]
+
+
+def test_contradicted_and_unconfirmed_differ_in_shape_and_words_though_both_are_red_zero():
+    contradicted = compute_scores(mix("1N 2I")).overall
+    unconfirmed = compute_scores(mix("3I")).overall
+
+    assert (contradicted.band, contradicted.score) == (unconfirmed.band, unconfirmed.score) == ("red", 0.0)
+    assert OUTCOME_ICONS["contradicted"] != OUTCOME_ICONS["unconfirmed"]
+    assert outcome_words(contradicted, "contradicted").startswith("contradicted by 1 of 3")
+    assert outcome_words(unconfirmed, "unconfirmed").startswith("unconfirmed: none of 3")
+
+
+def test_every_outcome_and_verdict_has_its_own_shape():
+    assert set(OUTCOME_ICONS) == set(OUTCOME_LABELS)
+    assert len(set(OUTCOME_ICONS.values())) == len(OUTCOME_ICONS)
+    assert set(VERDICT_ICONS) == set(VERDICT_LABELS) == {"supported", "not_supported", "irrelevant"}
+    # An item and the outcome it leads to wear the same shape.
+    assert VERDICT_ICONS["supported"] == OUTCOME_ICONS["supported"]
+    assert VERDICT_ICONS["not_supported"] == OUTCOME_ICONS["contradicted"]
+
+
+def test_one_vocabulary_in_lower_case_for_verdicts_outcomes_bands_and_rules():
+    # An item "contradicts", a claim is "contradicted": never "not supported" beside "contradicted".
+    assert VERDICT_LABELS == {
+        "supported": "supports",
+        "not_supported": "contradicts",
+        "irrelevant": "does not address it",
+    }
+    words = [*VERDICT_LABELS.values(), *OUTCOME_LABELS.values(), *BAND_LABELS.values(), *SCORE_RULES.values()]
+    assert all(w == w.lower() for w in words)
+    assert not any("not supported" in w or "unsupported" in w for w in words)
+
+
+# --- a run still going on
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        pytest.param("1S 2I 45P", "so far, from 3 of 48 judgements", id="early"),
+        pytest.param("2S 1N 1F 1P", "so far, from 4 of 5 judgements", id="a-failure-is-a-judgement-made"),
+        pytest.param("", "so far, from 0 of 0 judgements", id="nothing-yet"),
+    ],
+)
+def test_a_provisional_score_says_how_many_judgements_it_rests_on(spec, words):
+    assert provisional_words(compute_scores(mix(spec)).overall) == words
+
+
+@pytest.mark.parametrize(
+    ("score", "shown"),
+    [
+        pytest.param(None, None, id="no-score"),
+        pytest.param(0.0, 0, id="zero"),
+        pytest.param(11 / 37, 29, id="red-29.7-is-not-shown-as-orange-30"),
+        pytest.param(0.2999999, 29, id="just-under-0.3"),
+        pytest.param(0.3, 30, id="exactly-0.3"),
+        pytest.param(0.5999, 59, id="orange-59.99-is-not-shown-as-green-60"),
+        pytest.param(0.6, 60, id="exactly-0.6"),
+        pytest.param(2 / 3, 67, id="rounds-up-inside-its-band"),
+        pytest.param(0.334, 33, id="rounds-down"),
+        pytest.param(0.996, 100, id="green-rounds-to-100"),
+    ],
+)
+def test_the_percent_shown_stays_in_the_band_of_its_colour(score, shown):
+    assert shown_percent(score) == shown
+    if score is not None:
+        assert band(shown / 100) == band(score)

@@ -474,8 +474,8 @@ def test_about_explains_the_steps_and_the_score(client, settings):
         "Score",
     ]
     text = doc.text_content()
-    assert "credibility = supported evidence ÷ all judged evidence" in text
-    assert "credibility = supported ÷ (supported + not supported)" in text
+    assert "credibility = supporting evidence ÷ all judged evidence" in text
+    assert "credibility = supporting ÷ (supporting + contradicting)" in text
     assert "scores 2 ÷ 5 = 40% (orange) under all and 2 ÷ 3 = 67% (green) under decisive" in " ".join(text.split())
     outcomes = [dt.text_content() for dt in doc.cssselect("dt")][:6]
     assert outcomes == ["supported", "contradicted", "mixed evidence", "unconfirmed", "no evidence", "check failed"]
@@ -649,7 +649,10 @@ def test_selecting_a_sentence_shows_its_claims_and_evidence(client, scored, htmx
     ]
     assert (
         one(first_claim, ".claim-outcome").text_content().split()
-        == "mixed evidence 67% · 1 page contradicts it, 2 pages support it".split()
+        == (
+            "mixed evidence: supported by 2 of 3 pages read, contradicted by 1 67% · "
+            "1 page contradicts it, 2 pages support it"
+        ).split()
     )
     second_claim = panel.cssselect("article.claim")[1]
     assert [li.get("data-evidence-id") for li in second_claim.cssselect(".evidence-list")[0].cssselect("li")] == [
@@ -664,16 +667,18 @@ def test_selecting_a_sentence_shows_its_claims_and_evidence(client, scored, htmx
     assert title.text_content() == "Eiffel Tower - Encyclopedia"
     assert one(wiki, ".host").text_content() == scored.wiki.source.host
     assert one(wiki, ".tag").text_content() == "Wiki"
-    assert one(wiki, ".verdict").text_content() == "Supported"
+    assert one(wiki, ".verdict").text_content() == "supports"
+    assert one(wiki, ".verdict").get("data-icon") == "✓"
     assert lxml.html.tostring(one(wiki, ".passage"), encoding="unicode", with_tail=False) == (
         '<blockquote class="passage">'
         "<mark>The tower stands in Paris, France.</mark> It is 330 metres tall."
         "</blockquote>"
     )
     against = one(panel, f"#evidence-{scored.blog_against.pk}")
-    assert one(against, ".verdict").text_content() == "not supported"
+    assert one(against, ".verdict").text_content() == "contradicts"
+    assert one(against, ".verdict").get("data-icon") == "✗"
     assert "verdict-not_supported" in one(against, ".verdict").classes
-    assert one(against, ".rationale summary").text_content() == "Why not supported"
+    assert one(against, ".rationale summary").text_content() == "Why it contradicts"
     assert one(against, ".rationale p").text_content() == "The blog places it in Las Vegas."
     assert "social media" not in panel.text_content()  # the other sentence's evidence is not shown
     selected = one(doc, "#sentence-0")
@@ -1146,7 +1151,7 @@ def test_each_evidence_checkbox_is_named_by_its_title_and_verdict(client, scored
     doc = parse(get(client, permalink(scored.run), sentence="0"))
 
     label = one(doc, f"#evidence-{scored.blog_against.pk} label.include")
-    assert " ".join(label.text_content().split()) == f"Count “{scored.blog_against.source.title}” (not supported)"
+    assert " ".join(label.text_content().split()) == f"Count “{scored.blog_against.source.title}” (it contradicts)"
 
 
 @pytest.mark.django_db

@@ -292,6 +292,9 @@ class TallyOut(Schema):
     supported: int
     not_supported: int
     irrelevant: int
+    silent_documents: int = Field(
+        0, description="evidence of type your_document judged irrelevant: counted under neither rule"
+    )
     total: int = Field(description="the denominator under the score rule")
     score: float | None = Field(ge=0, le=1, description="null when no evidence counts")
     band: Band
@@ -329,6 +332,7 @@ def _tally_json(tally: Tally) -> dict:
         "supported": tally.supported,
         "not_supported": tally.not_supported,
         "irrelevant": tally.irrelevant,
+        "silent_documents": tally.silent_documents,
         "total": tally.total,
         "score": tally.score,
         "band": tally.band,

@@ -60,6 +60,11 @@ class Counts(Schema):
     failed: Count = Field(description="evidence the judge failed on: counted under neither rule")
     pending: Count = Field(description="evidence not judged yet")
     excluded: Count = Field(description="evidence this view leaves out")
+    silent_documents: Count = Field(
+        0,
+        description="the user's own documents judged irrelevant to the claim: counted under neither rule "
+        "(every claim cites every document, so one that does not address it is no evidence against it)",
+    )
 
 
 class RunSettings(Schema):

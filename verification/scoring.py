@@ -10,6 +10,12 @@ Two score rules, over the evidence the viewer includes:
 Evidence that failed or is not judged yet counts under neither rule; it is reported as a problem
 instead. No counted evidence → no score (None), which is not the same as 0.
 
+The user's own documents (source type `your_document`) are not chosen per claim: every claim
+cites every document. A web page is in the denominator because a search chose it for the claim
+and it still did not confirm it; a document that does not address a claim was never chosen for
+it, so under both rules one judged irrelevant counts in neither number (`silent_documents`).
+Otherwise ten documents about other things would make every claim red.
+
 The same text syndicated at several URLs is one piece of evidence (a duplicate group: the item
 that counts and the items marked `duplicate_of` it, all of one claim). A group counts once, with
 the verdict of the item that counts, while any member is included: leaving out one copy's source
@@ -19,8 +25,12 @@ item with one checkbox, and "do not count this text" means every copy of it.
 
 Every claim also gets an outcome — supported, contradicted, mixed, unconfirmed, no_evidence or
 failed (pending while it is being checked) — and every claim and sentence one sentence of words
-saying why it has its colour."""
+saying why it has its colour. The words shown beside a colour come from here too: the outcome with
+the counts behind the colour (`outcome_words`), its shape (`OUTCOME_ICONS`), the band's words, and
+"so far" while a run goes on (`provisional_words`), so that no label says the opposite of the
+colour beside it, and the page, the CLI and /about say the same thing."""
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -29,17 +39,28 @@ SUPPORTED = "supported"
 NOT_SUPPORTED = "not_supported"
 IRRELEVANT = "irrelevant"
 
+# The source type of the user's own documents (models.SourceType.YOUR_DOCUMENT).
+DOCUMENT_TYPE = "your_document"
+
 RULE_ALL = "all"
 RULE_DECISIVE = "decisive"
 SCORE_RULES = {
-    RULE_ALL: "supported ÷ all judged evidence",
-    RULE_DECISIVE: "supported ÷ (supported + contradicting)",
+    RULE_ALL: "supporting ÷ all judged evidence",
+    RULE_DECISIVE: "supporting ÷ (supporting + contradicting)",
 }
 DEFAULT_RULE = RULE_ALL
 
-# Bands: red [0, 0.3), orange [0.3, 0.6), green [0.6, 1]; "none" when there is no score.
+# Bands: red [0, 0.3), orange [0.3, 0.6), green [0.6, 1]; "none" when there is no score. A band's
+# words say what its colour measures, the share of counted evidence that supports: nothing about
+# contradiction (a red 0% may be contradicted or merely unconfirmed; the outcome says which), so
+# they never say the opposite of the counts beside them.
 BANDS = ((0.6, "green"), (0.3, "orange"), (0.0, "red"))
-BAND_LABELS = {"green": "mostly supported", "orange": "mixed", "red": "mostly unsupported", "none": "no evidence"}
+BAND_LABELS = {
+    "green": "most evidence supports it",
+    "orange": "some evidence supports it",
+    "red": "little or no evidence supports it",
+    "none": "no score",
+}
 
 OUTCOMES = ("supported", "contradicted", "mixed", "unconfirmed", "no_evidence", "failed")
 PENDING = "pending"
@@ -54,6 +75,23 @@ OUTCOME_LABELS = {
     PENDING: "being checked",
     NO_CLAIM: "nothing to check",
 }
+# A shape per outcome, drawn beside the colour, so that contradicted (✗), unconfirmed (?) and
+# supported (✓) differ without colour vision and in greyscale (a red 0% is either of the first two).
+OUTCOME_ICONS = {
+    "supported": "✓",
+    "contradicted": "✗",
+    "mixed": "±",
+    "unconfirmed": "?",
+    "no_evidence": "–",
+    "failed": "!",
+    PENDING: "…",
+    NO_CLAIM: "·",
+}
+# One piece of evidence, said of the page ("it supports the claim"), in the outcomes' words.
+VERDICT_LABELS = {SUPPORTED: "supports", NOT_SUPPORTED: "contradicts", IRRELEVANT: "does not address it"}
+VERDICT_ICONS = {SUPPORTED: "✓", NOT_SUPPORTED: "✗", IRRELEVANT: "–"}
+# What one piece of evidence is called, by the run's evidence mode.
+EVIDENCE_NOUNS = {"web": "page", "documents": "document", "both": "source"}
 
 
 class EvidenceRecord(NamedTuple):
@@ -81,10 +119,22 @@ class Tally:
     pending: int = 0
     excluded: int = 0
     rule: str = DEFAULT_RULE
+    # The user's documents judged irrelevant: counted in neither number (see the module's doc).
+    silent_documents: int = 0
 
     @property
     def judged(self) -> int:
         return self.supported + self.not_supported + self.irrelevant
+
+    @property
+    def judgements_made(self) -> int:
+        """Included evidence the judge has answered for (or failed on)."""
+        return self.judged + self.silent_documents + self.failed
+
+    @property
+    def judgements_known(self) -> int:
+        """Included evidence found so far, judged or not: more may still be found."""
+        return self.judgements_made + self.pending
 
     @property
     def total(self) -> int:
@@ -106,7 +156,7 @@ class Scores:
     sentences: dict[int, Tally]
     claims: dict[int, Tally]
     overall: Tally
-    # Share of included judged evidence per source type, in percent (sums to 100 when any).
+    # Share of counted judged evidence per source type, in percent (sums to 100 when any).
     distribution: dict[str, float]
     # Ids of the evidence this view does not count (a whole duplicate group when it is left out).
     left_out: frozenset[int] = frozenset()
@@ -124,23 +174,36 @@ def band(score: float | None) -> str:
     return next(name for threshold, name in BANDS if score >= threshold)
 
 
+def shown_percent(score: float | None) -> int | None:
+    """The whole percent shown for a score, in the same band as the score: 11 of 37 (29.7%) is
+    red and shows "29%", never a "30%" that the legend calls orange. Only rounding up can cross
+    a threshold, so it rounds down then."""
+    if score is None:
+        return None
+    shown = round(score * 100)
+    return shown if band(shown / 100) == band(score) else math.floor(score * 100)
+
+
 def valid_rule(value: str | None) -> str:
     return value if value in SCORE_RULES else DEFAULT_RULE
 
 
 class _Counts:
-    __slots__ = ("supported", "not_supported", "irrelevant", "failed", "pending", "excluded")
+    __slots__ = ("supported", "not_supported", "irrelevant", "failed", "pending", "excluded", "silent_documents")
 
     def __init__(self) -> None:
         self.supported = self.not_supported = self.irrelevant = self.failed = self.pending = self.excluded = 0
+        self.silent_documents = 0
 
-    def add(self, record: EvidenceRecord, included: bool) -> None:
+    def add(self, record: EvidenceRecord, included: bool, *, document: bool) -> None:
         if not included:
             self.excluded += 1
         elif record.verdict == SUPPORTED:
             self.supported += 1
         elif record.verdict == NOT_SUPPORTED:
             self.not_supported += 1
+        elif record.verdict == IRRELEVANT and document:
+            self.silent_documents += 1
         elif record.verdict == IRRELEVANT:
             self.irrelevant += 1
         elif record.failed:
@@ -150,7 +213,14 @@ class _Counts:
 
     def tally(self, rule: str) -> Tally:
         return Tally(
-            self.supported, self.not_supported, self.irrelevant, self.failed, self.pending, self.excluded, rule
+            self.supported,
+            self.not_supported,
+            self.irrelevant,
+            self.failed,
+            self.pending,
+            self.excluded,
+            rule,
+            silent_documents=self.silent_documents,
         )
 
 
@@ -171,15 +241,17 @@ def compute_scores(
     for group in duplicate_groups(evidence):
         record = group[0]
         counted_as = _counted_member(group, excluded_ids, excluded_types)
+        # A copy found by a web search was chosen for the claim: it counts as a page.
+        document = counted_as is not None and counted_as.source_type == DOCUMENT_TYPE
         for counts in (
             sentences.setdefault(record.sentence_index, _Counts()),
             claims.setdefault(record.claim_id, _Counts()),
             overall,
         ):
-            counts.add(record, counted_as is not None)
+            counts.add(record, counted_as is not None, document=document)
         if counted_as is None:
             left_out.update(member.id for member in group)
-        elif record.verdict:
+        elif record.verdict and not (document and record.verdict == IRRELEVANT):
             types[counted_as.source_type] = types.get(counted_as.source_type, 0) + 1
     judged = sum(types.values())
     return Scores(
@@ -228,7 +300,7 @@ def outcome(tally: Tally, *, finished: bool, failed: bool = False) -> str:
         return "supported"
     if tally.not_supported:
         return "contradicted"
-    if tally.irrelevant:
+    if tally.irrelevant or tally.silent_documents:
         return "unconfirmed"
     if failed or tally.failed:
         return "failed"
@@ -266,11 +338,18 @@ def explain(tally: Tally, result: str, *, reason: str = "", noun: str = "page") 
     if tally.supported:
         parts.append(f"{_count(tally.supported, *nouns)} {_verb(tally.supported, 'support')} it")
     if not parts:
-        text = f"{_count(tally.irrelevant, *nouns)} read, none confirms or contradicts it"
+        read = tally.irrelevant + tally.silent_documents
+        text = f"{_count(read, *nouns)} read, none confirms or contradicts it"
+        if tally.silent_documents:
+            text += f" ({_count(tally.silent_documents, 'document', 'documents')} of yours, not counted)"
     else:
         text = ", ".join(parts)
         if tally.irrelevant:
             text += f"; {_count(tally.irrelevant, 'other', 'others')} did not address it"
+        if tally.silent_documents:
+            text += (
+                f"; {_count(tally.silent_documents, 'document', 'documents')} of yours did not address it (not counted)"
+            )
     if tally.failed:
         text += f"; {_count(tally.failed, 'item', 'items')} could not be judged"
     if tally.excluded:
@@ -289,7 +368,13 @@ def sentence_outcome(tally: Tally, *, status: str, claim_outcomes: list[str]) ->
 
 
 def explain_sentence(
-    tally: Tally, result: str, *, error: str, claim_outcomes: list[str], claim_notes: list[str]
+    tally: Tally,
+    result: str,
+    *,
+    error: str,
+    claim_outcomes: list[str],
+    claim_notes: list[str],
+    noun: str = "source",
 ) -> str:
     """The sentence's one note: its own failure, or what its claims' evidence says, and how many
     of its claims could not be checked."""
@@ -301,7 +386,39 @@ def explain_sentence(
     if result == "no_evidence" and not tally.judged and not tally.excluded:
         empty = [note for o, note in zip(claim_outcomes, claim_notes, strict=True) if o == "no_evidence"]
         return empty[0] if empty else "no evidence was found"
-    text = explain(tally, result, noun="source")
+    text = explain(tally, result, noun=noun)
     if failed_notes and result != PENDING:
         text += f"; {_count(len(failed_notes), 'claim', 'claims')} could not be checked ({failed_notes[0]})"
     return text
+
+
+def _plural(n: int, noun: str) -> str:
+    return noun if n == 1 else noun + "s"
+
+
+def outcome_words(tally: Tally, result: str, *, noun: str = "page") -> str:
+    """The outcome with the counts behind its colour: "supported by 1 of 3 pages read" on an
+    orange 33%, never a bare "supported" that the colour beside it would contradict. The
+    denominator is the score's own, so the words and the colour say the same share."""
+    label = OUTCOME_LABELS[result]
+    total = tally.total
+    if result == "unconfirmed":
+        read = tally.irrelevant + tally.silent_documents
+        return f"{label}: none of {read} {_plural(read, noun)} read addresses it"
+    if result not in ("supported", "contradicted", "mixed") or not total:
+        return label
+    if tally.rule == RULE_DECISIVE:
+        among = f"{_plural(total, noun)} that take{'s' if total == 1 else ''} a side"
+    else:
+        # Silent documents are read but not in the denominator: "counted", not "read".
+        among = f"{_plural(total, noun)} {'counted' if tally.silent_documents else 'read'}"
+    if result == "supported":
+        return f"supported by {tally.supported} of {total} {among}"
+    if result == "contradicted":
+        return f"contradicted by {tally.not_supported} of {total} {among}"
+    return f"{label}: supported by {tally.supported} of {total} {among}, contradicted by {tally.not_supported}"
+
+
+def provisional_words(tally: Tally) -> str:
+    """Said of every score of a run still going on: the share can still move either way."""
+    return f"so far, from {tally.judgements_made} of {tally.judgements_known} judgements"

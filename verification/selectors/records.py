@@ -26,6 +26,7 @@ from verification.models import (
     Verification,
 )
 from verification.scoring import (
+    EVIDENCE_NOUNS,
     EvidenceRecord,
     Scores,
     compute_scores,
@@ -121,13 +122,22 @@ class Verdicts:
     sentences: dict[int, tuple[str, str]]
 
 
-def verdicts(scores: Scores, claims: list[ClaimRecord], sentences: list) -> Verdicts:
+def evidence_noun(verification: Verification) -> str:
+    """What one piece of this run's evidence is called: a page, a document, or a source (both)."""
+    # Runs from before evidence modes searched the web.
+    return EVIDENCE_NOUNS.get(verification.settings.get("evidence", "web"), "page")
+
+
+def verdicts(scores: Scores, claims: list[ClaimRecord], sentences: list, *, noun: str = "page") -> Verdicts:
+    """`noun`: what one piece of evidence is called in the notes (evidence_noun)."""
+    # A sentence's evidence comes from several claims' searches: "sources", unless all are documents.
+    sentence_noun = "document" if noun == "document" else "source"
     by_claim, by_sentence = {}, defaultdict(list)
     for claim in claims:
         tally = scores.claim(claim.id)
         finished = claim.status in (ClaimStatus.DONE, ClaimStatus.FAILED)
         result = outcome(tally, finished=finished, failed=claim.status == ClaimStatus.FAILED)
-        by_claim[claim.id] = (result, explain(tally, result, reason=claim.error))
+        by_claim[claim.id] = (result, explain(tally, result, reason=claim.error, noun=noun))
         by_sentence[claim.sentence_index].append(by_claim[claim.id])
     by_sentence_result = {}
     for sentence in sentences:
@@ -135,7 +145,9 @@ def verdicts(scores: Scores, claims: list[ClaimRecord], sentences: list) -> Verd
         claim_results = by_sentence[sentence.index]
         outcomes, notes = [o for o, _ in claim_results], [n for _, n in claim_results]
         result = sentence_outcome(tally, status=sentence.status, claim_outcomes=outcomes)
-        note = explain_sentence(tally, result, error=sentence.error, claim_outcomes=outcomes, claim_notes=notes)
+        note = explain_sentence(
+            tally, result, error=sentence.error, claim_outcomes=outcomes, claim_notes=notes, noun=sentence_noun
+        )
         by_sentence_result[sentence.index] = (result, note)
     return Verdicts(claims=by_claim, sentences=by_sentence_result)
 

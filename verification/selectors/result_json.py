@@ -20,6 +20,7 @@ from verification.selectors.progress import verification_problems, verification_
 from verification.selectors.records import (
     Verdicts,
     claim_records,
+    evidence_noun,
     is_stale,
     permalink,
     source_providers,
@@ -42,7 +43,7 @@ def verification_result(verification: Verification, state: ViewState | None = No
     for item in evidence.select_related("source").order_by("claim_id", "-relevance", "pk"):
         evidence_by_claim[item.claim_id].append(item)
     scores = verification_scores(verification, state)
-    found = verdicts(scores, claim_records(verification), sentences)
+    found = verdicts(scores, claim_records(verification), sentences, noun=evidence_noun(verification))
     found_by = source_providers(verification)
     return {
         "id": str(verification.pk),
@@ -135,6 +136,7 @@ def _tally_json(tally: Tally) -> dict:
             "failed": tally.failed,
             "pending": tally.pending,
             "excluded": tally.excluded,
+            "silent_documents": tally.silent_documents,
         },
     }
 

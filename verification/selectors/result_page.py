@@ -20,15 +20,24 @@ from verification.models import (
 )
 from verification.scoring import (
     BAND_LABELS,
+    BANDS,
+    OUTCOME_ICONS,
     OUTCOME_LABELS,
+    PENDING,
     SCORE_RULES,
+    VERDICT_ICONS,
+    VERDICT_LABELS,
     Scores,
+    Tally,
     compute_scores,
+    outcome_words,
+    provisional_words,
 )
 from verification.selectors.progress import verification_problems, verification_progress
 from verification.selectors.records import (
     Verdicts,
     claim_records,
+    evidence_noun,
     evidence_records,
     is_stale,
     once_finished,
@@ -65,22 +74,36 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         records, rule=state.score_rule, excluded_ids=state.excluded_ids, excluded_types=state.excluded_types
     )
     sentences = once_finished(verification, "sentences", lambda: _sentence_rows(verification))
-    found = verdicts(scores, claim_records(verification), sentences)
+    noun = evidence_noun(verification)
+    found = verdicts(scores, claim_records(verification), sentences, noun=noun)
     selected = next((s for s in sentences if s.index == state.sentence), None)
     finished = verification.status in FINISHED
     problems = verification_problems(verification)
+    # Sentences are counted in sources (several claims' searches), unless all are documents.
+    sentence_noun = "document" if noun == "document" else "source"
     return {
         "verification": verification,
         "state": state,
         "scores": scores,
         "band_label": BAND_LABELS[scores.overall.band],
+        # While the run goes on, every score rests on the judgements made so far: it says so.
+        "overall_provisional": provisional_words(scores.overall)
+        if not finished and scores.overall.judgements_known
+        else "",
+        "legend": result_legend(),
+        "noun": noun,
         "title": title_words(verification.text),
-        "text_parts": _text_parts(verification.text, sentences, scores, found, state),
-        "sentence_notes": _sentence_notes(sentences, scores, found, state),
+        "text_parts": _text_parts(verification.text, sentences, scores, found, state, sentence_noun),
+        "sentence_notes": _sentence_notes(sentences, scores, found, state, sentence_noun),
         "selected": selected,
         "selected_tally": scores.sentence(selected.index) if selected else None,
         "selected_verdict": found.sentences[selected.index] if selected else None,
-        "claims": _claim_rows(verification, selected, state, scores, found) if selected else [],
+        "selected_words": (
+            _words(scores.sentence(selected.index), found.sentences[selected.index][0], sentence_noun)
+            if selected
+            else None
+        ),
+        "claims": _claim_rows(verification, selected, state, scores, found, noun) if selected else [],
         "types": _type_rows({r.source_type for r in records if r.source_type}, scores, state),
         "rules": [
             {"value": rule, "label": label, "checked": rule == scores.rule, "query": state.scoring_by(rule).query()}
@@ -96,6 +119,38 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         and bool(problems or verification.status == Status.FAILED),
         "run_facts": _run_facts(verification),
         "checkable": any(result not in ("no_claim",) for result, _ in found.sentences.values()),
+    }
+
+
+def _words(tally: Tally, result: str, noun: str) -> dict:
+    """What a score's colour and its words need: the outcome with the counts behind the colour,
+    its shape, and "so far" while it is still being checked. A tag being checked is not coloured
+    by its partial score (the sentence in the text is not either)."""
+    pending = result == PENDING
+    return {
+        "outcome": result,
+        "icon": OUTCOME_ICONS[result],
+        "text": outcome_words(tally, result, noun=noun),
+        "band": "none" if pending else tally.band,
+        "provisional": provisional_words(tally) if pending and tally.judgements_known else "",
+    }
+
+
+def result_legend() -> dict:
+    """The legend above the text, built from the scoring module's bands and shapes, so that it
+    shows exactly what the sentences show."""
+    lower = [threshold for threshold, _ in BANDS]
+    return {
+        "bands": [
+            {"band": "green", "text": f"≥ {lower[0]:.0%}"},
+            {"band": "orange", "text": f"{lower[1]:.0%}–{lower[0]:.0%}"},
+            {"band": "red", "text": f"< {lower[1]:.0%}"},
+            {"band": "none", "text": "no score"},
+        ],
+        "outcomes": [
+            {"outcome": name, "icon": OUTCOME_ICONS[name], "label": OUTCOME_LABELS[name]}
+            for name in ("supported", "mixed", "contradicted", "unconfirmed", "no_evidence", "failed", PENDING)
+        ],
     }
 
 
@@ -149,7 +204,7 @@ def _run_facts(verification: Verification) -> dict:
     }
 
 
-def _text_parts(text: str, sentences: list, scores: Scores, found: Verdicts, state: ViewState) -> list[dict]:
+def _text_parts(text: str, sentences: list, scores: Scores, found: Verdicts, state: ViewState, noun: str) -> list[dict]:
     """The original text as it was pasted: plain gaps and scored sentences, in order."""
     parts, position = [], 0
     for sentence in sentences:
@@ -164,6 +219,7 @@ def _text_parts(text: str, sentences: list, scores: Scores, found: Verdicts, sta
                 "tally": tally,
                 "outcome": result,
                 "note": note,
+                "words": _words(tally, result, noun),
                 "band_label": BAND_LABELS[tally.band],
                 "select_query": state.selecting(None if state.sentence == sentence.index else sentence.index).query(),
             }
@@ -174,15 +230,18 @@ def _text_parts(text: str, sentences: list, scores: Scores, found: Verdicts, sta
     return parts
 
 
-def _sentence_notes(sentences: list, scores: Scores, found: Verdicts, state: ViewState) -> list[dict]:
+def _sentence_notes(sentences: list, scores: Scores, found: Verdicts, state: ViewState, noun: str) -> list[dict]:
     """One line per sentence: what its evidence says, in words, readable without clicking."""
     return [
         {
             "index": sentence.index,
             "number": sentence.index + 1,
+            # Its link's name says which sentence it is, not only "S3".
+            "excerpt": title_words(sentence.text),
             "tally": scores.sentence(sentence.index),
             "outcome": found.sentences[sentence.index][0],
             "outcome_label": OUTCOME_LABELS[found.sentences[sentence.index][0]],
+            "words": _words(scores.sentence(sentence.index), found.sentences[sentence.index][0], noun),
             "note": found.sentences[sentence.index][1],
             "select_query": state.selecting(sentence.index).query(),
         }
@@ -195,7 +254,9 @@ def _sentence_rows(verification: Verification) -> list[SentenceRow]:
     return [SentenceRow(*row) for row in verification.sentences.values_list(*SentenceRow._fields)]
 
 
-def _claim_rows(verification: Verification, sentence: SentenceRow, state: ViewState, scores: Scores, found) -> list:
+def _claim_rows(
+    verification: Verification, sentence: SentenceRow, state: ViewState, scores: Scores, found, noun: str
+) -> list:
     """The selected sentence's claims and evidence: the fixed part read (or cached) once, the
     part that depends on the viewer's exclusions and score rule added per request."""
     claims = once_finished(verification, f"claims-{sentence.index}", lambda: _claim_facts(sentence))
@@ -209,6 +270,7 @@ def _claim_rows(verification: Verification, sentence: SentenceRow, state: ViewSt
                 "tally": scores.claim(claim["id"]),
                 "outcome": result,
                 "outcome_label": OUTCOME_LABELS[result],
+                "words": _words(scores.claim(claim["id"]), result, noun),
                 "note": note,
                 "evidence": [item for item in items if item["verdict"] != "irrelevant"],
                 "irrelevant": [item for item in items if item["verdict"] == "irrelevant"],
@@ -254,7 +316,6 @@ def _evidence_facts(item: Evidence) -> dict:
         "stale": is_stale(source.published),
         "stale_after_years": settings.STALE_AFTER_YEARS,
         "verdict": item.verdict,
-        "verdict_label": item.get_verdict_display() if item.verdict else "",
         "duplicate_of": item.duplicate_of_id,
         "failed": item.status == Status.FAILED,
         "rationale": item.rationale,
@@ -266,6 +327,9 @@ def _evidence_facts(item: Evidence) -> dict:
 def _with_state(facts: dict, state: ViewState, scores: Scores) -> dict:
     return {
         **facts,
+        # Words, not stored facts: a finished run's cached facts need not change when they do.
+        "verdict_label": VERDICT_LABELS.get(facts["verdict"], ""),
+        "verdict_icon": VERDICT_ICONS.get(facts["verdict"], ""),
         "type_excluded": facts["source_type"] in state.excluded_types,
         "included": facts["id"] not in scores.left_out,
         "toggle_query": state.toggling_evidence(facts["id"]).query(),

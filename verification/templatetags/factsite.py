@@ -2,20 +2,17 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from verification.scoring import OUTCOME_LABELS
+from verification.scoring import shown_percent
 
 register = template.Library()
 
 
 @register.filter
 def percent(fraction: float | None) -> str:
-    """0.666 → "67%"; no score → "—" (no evidence is not the same as 0%)."""
-    return "—" if fraction is None else f"{fraction:.0%}"
-
-
-@register.filter
-def outcome_label(outcome: str) -> str:
-    return OUTCOME_LABELS.get(outcome, outcome)
+    """0.666 → "67%", 0.297 → "29%" (red, as its colour); no score → "—" (no evidence is not
+    the same as 0%)."""
+    shown = shown_percent(fraction)
+    return "—" if shown is None else f"{shown}%"
 
 
 @register.filter
@@ -26,28 +23,33 @@ def highlighted(parts: list[tuple[str, bool]]) -> str:
 
 @register.simple_tag
 def sentence_link(part: dict, path: str, selected) -> str:
-    """One sentence of the text, coloured by its band, with its score as text too (colour is
-    never the only signal). Built in Python: a long text has hundreds of these, and the live
-    recompute re-renders them all."""
-    sentence, tally = part["sentence"], part["tally"]
+    """One sentence of the text, coloured by its band, with its outcome's shape and its score as
+    text too (colour is never the only signal). Its accessible name is the sentence, then its
+    outcome and score in words: the badge's "0%" glued to the text said neither. Built in Python:
+    a long text has hundreds of these, and the live recompute re-renders them all."""
+    sentence, tally, words = part["sentence"], part["tally"], part["words"]
     checking = sentence.status in ("pending", "running")
     is_selected = selected is not None and selected.index == sentence.index
     url = path + part["select_query"]
-    if checking:
-        title, badge = "Still being checked", "…"
+    icon = words["icon"]
+    if checking:  # the badge's "…" is its shape already
+        title, badge, said, icon = "Still being checked", "…", "being checked", ""
     else:
-        title = f"{percent(tally.score)} — {OUTCOME_LABELS[part['outcome']]}: {part['note']}"
+        title = f"{percent(tally.score)} — {words['text']}: {part['note']}"
         badge = percent(tally.score)
+        said = words["text"] + ("" if tally.score is None else f", score {badge}")
     classes = f"sentence band-{tally.band}" + (" selected" if is_selected else "") + (" checking" if checking else "")
     # An f-string, not format_html: this runs once per sentence per render. Only the text,
     # title and URL can hold outside content; they are escaped. The rest are ints and our names.
     score = "" if tally.score is None else tally.score
     current = ' aria-current="true"' if is_selected else ""
     url = escape(url)
+    text = escape(sentence.text)
+    # The shape is drawn by CSS from data-icon (outside the text: copying the text copies only it).
     return mark_safe(
         f'<a class="{classes}" id="sentence-{sentence.index}" data-index="{sentence.index}" data-band="{tally.band}" '
         f'data-outcome="{part["outcome"]}" '
         f'data-score="{score}" href="{url}" hx-get="{url}" hx-target="#result-body" hx-swap="morph" '
-        f'hx-push-url="true" title="{escape(title)}"{current}>{escape(sentence.text)}'
-        f'<span class="score-badge">{badge}</span></a>'
+        f'hx-push-url="true" title="{escape(title)}" aria-label="{text} ({escape(said)})"{current}>{text}'
+        f'<span class="score-badge" data-icon="{icon}" aria-hidden="true">{badge}</span></a>'
     )

@@ -19,10 +19,17 @@ from verification.documents import EVIDENCE_MODES
 from verification.forms import VerificationForm
 from verification.management.run_options import add_run_settings_arguments
 from verification.models import FINISHED, Verification
-from verification.scoring import DEFAULT_RULE, OUTCOME_LABELS, SCORE_RULES
+from verification.scoring import (
+    DEFAULT_RULE,
+    EVIDENCE_NOUNS,
+    SCORE_RULES,
+    VERDICT_ICONS,
+    Tally,
+    outcome_words,
+    shown_percent,
+)
 from verification.viewstate import ViewState
 
-VERDICT_MARKS = {"supported": "✓", "not_supported": "✗", "irrelevant": "·"}
 # The exit status when a limit refuses the run, told apart from a run that failed (1).
 REFUSED = 2
 # As a shell reports a process ended by SIGINT.
@@ -162,7 +169,8 @@ def progress_line(progress: dict) -> str:
 
 
 def _percent(score: float | None) -> str:
-    return "  —  " if score is None else f"{score:4.0%} "
+    # shown_percent: the band's percent (29.7% red prints 29%, never an orange-looking 30%).
+    return "  —  " if score is None else f"{shown_percent(score):3d}% "
 
 
 def summary(result: dict, verification: Verification) -> str:
@@ -177,14 +185,20 @@ def summary(result: dict, verification: Verification) -> str:
         reasons = "; ".join(f"{r['reason']} ×{r['count']}" for r in problem["reasons"][:3])
         lines.append(f"Problem in {problem['label']}: {problem['count']} failed ({reasons})")
     lines.append("")
+    noun = EVIDENCE_NOUNS.get(result["evidence"], "page")
     for sentence in result["sentences"]:
         lines.append(
             f"[{sentence['band']:>6} {_percent(sentence['score'])}] S{sentence['index'] + 1}: {sentence['text']}"
         )
-        lines.append(f"    {OUTCOME_LABELS[sentence['outcome']]}: {sentence['note']}")
+        # The page's words: the outcome with the counts behind the band beside it.
+        tally = Tally(**sentence["counts"], rule=result["score_rule"])
+        words = outcome_words(tally, sentence["outcome"], noun="document" if noun == "document" else "source")
+        lines.append(f"    {words}: {sentence['note']}")
         for claim in sentence["claims"]:
-            marks = " ".join(VERDICT_MARKS.get(e["verdict"] or "", "?") for e in claim["evidence"])
-            lines.append(f"    - {claim['text']}  {marks}  [{OUTCOME_LABELS[claim['outcome']]}]")
+            # The page's shapes; "…" for an item not judged (failed or still pending).
+            marks = " ".join(VERDICT_ICONS.get(e["verdict"] or "", "…") for e in claim["evidence"])
+            said = outcome_words(Tally(**claim["counts"], rule=result["score_rule"]), claim["outcome"], noun=noun)
+            lines.append(f"    - {claim['text']}  {marks}  [{said}]")
             if claim["outcome"] in ("failed", "no_evidence"):
                 lines.append(f"      ({claim['note']})")
     usage = result["usage"]
