@@ -48,7 +48,15 @@ def home(request: HttpRequest) -> HttpResponse:
         documents=form.documents,
     )
     tasks.enqueue_verification(verification)
-    return ownership.remember(redirect("verification:result", verification_id=verification.pk), request, token)
+    # An edited run opens in the view its earlier run was edited from (its rule, its types left out).
+    view = _carried_view(request.POST.get("view", "")) if edited_from else ""
+    result = redirect(reverse("verification:result", args=[verification.pk]) + view)
+    return ownership.remember(result, request, token)
+
+
+def _carried_view(query: str) -> str:
+    """The view an Edit link carried, re-parsed (never echoed as it came)."""
+    return ViewState.from_query(QueryDict(query.lstrip("?")[:4000])).carried_to_another_run().query()
 
 
 def _reusable_documents(request: HttpRequest, edited_from: Verification | None) -> list:
@@ -74,7 +82,9 @@ def _initial_form(edited_from: Verification | None) -> VerificationForm:
 
 def _home(request, form, edited_from, status=200, limit_error="") -> HttpResponse:
     documents = selectors.documents_json(edited_from) if edited_from else []
+    view = request.POST.get("view", "") if request.method == "POST" else request.GET.urlencode()
     context = {
+        "edit_view": _carried_view(view) if edited_from else "",
         "form": form,
         "edited_from": edited_from,
         "limit_error": limit_error,
@@ -106,6 +116,9 @@ def result(request: HttpRequest, verification_id) -> HttpResponse:
     context = selectors.result_page(verification, ViewState.from_query(request.GET))
     context["can_retry"] = context["can_retry"] and ownership.may_retry(request, verification)
     context["is_creator"] = ownership.is_creator(request, verification)
+    context["changes"] = selectors.changes_since_edit(verification, context["state"])
+    context["edited_into"] = selectors.edited_into(verification)
+    context["edit_view"] = context["state"].carried_to_another_run().query()
     # htmx restoring history it did not cache wants the whole page, not the fragment.
     fragment = request.htmx and not request.htmx.history_restore_request
     # A viewer's own change (a checkbox, the score rule) is announced; a progress poll is not.

@@ -65,5 +65,10 @@ class ViewState:
     def scoring_by(self, rule: str) -> "ViewState":
         return replace(self, score_rule=rule)
 
+    def carried_to_another_run(self) -> "ViewState":
+        """What an edited run keeps of this view: the score rule and the source types left out.
+        Evidence ids and the selected sentence belong to this run alone."""
+        return ViewState(excluded_types=self.excluded_types, score_rule=self.score_rule)
+
     def including_everything(self) -> "ViewState":
         return replace(self, excluded_ids=frozenset(), excluded_types=frozenset())

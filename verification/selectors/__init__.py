@@ -4,6 +4,11 @@ Split by what they serve: `records` (rows scoring reads, the finished-run cache)
 (progress and problems), `result_json` (API, CLI, download) and `result_page` (the page's rows and facts).
 """
 
+from verification.selectors.changes import (
+    Changes,
+    changes_since_edit,
+    edited_into,
+)
 from verification.selectors.checks import (
     CheckRow,
     check_rows,
@@ -49,6 +54,9 @@ from verification.selectors.result_page import (
 )
 
 __all__ = [
+    "Changes",
+    "changes_since_edit",
+    "edited_into",
     "CheckRow",
     "check_rows",
     "runs_started_by",

@@ -73,7 +73,7 @@ def result_page(verification: Verification, state: ViewState) -> dict:
     scores = compute_scores(
         records, rule=state.score_rule, excluded_ids=state.excluded_ids, excluded_types=state.excluded_types
     )
-    sentences = once_finished(verification, "sentences", lambda: _sentence_rows(verification))
+    sentences = once_finished(verification, "sentences", lambda: sentence_rows(verification))
     noun = evidence_noun(verification)
     found = verdicts(scores, claim_records(verification), sentences, noun=noun)
     selected = next((s for s in sentences if s.index == state.sentence), None)
@@ -249,7 +249,7 @@ def _sentence_notes(sentences: list, scores: Scores, found: Verdicts, state: Vie
     ]
 
 
-def _sentence_rows(verification: Verification) -> list[SentenceRow]:
+def sentence_rows(verification: Verification) -> list[SentenceRow]:
     # Light rows, not model instances: the live recompute reads one per sentence every time.
     return [SentenceRow(*row) for row in verification.sentences.values_list(*SentenceRow._fields)]
 
