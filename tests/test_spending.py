@@ -153,3 +153,15 @@ def test_zero_turns_a_spending_limit_off(client, configured, settings, setting):
     outcomes = [limits.spend("someone", budget, 10**9) for _ in range(3)]
 
     assert not any(isinstance(outcome, limits.RateLimited) for outcome in outcomes)
+
+
+@pytest.mark.django_db
+def test_the_daily_cleanup_forgets_spending_no_window_counts(configured):
+    from verification import tasks
+
+    spent_earlier("gone", "step", minutes_ago=90)
+    spent_earlier("recent", "step", minutes_ago=10)
+
+    tasks.delete_old_runs()
+
+    assert list(Spending.objects.values_list("client", flat=True)) == ["recent"]

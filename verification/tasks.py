@@ -23,10 +23,11 @@ from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import OperationalError
 from django.db.models import Count, Q
+from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from factsite.celery import app, ensure_embedded_worker
-from verification import cpu, domain_lists, heartbeat, providers, services
+from verification import cpu, domain_lists, heartbeat, limits, providers, services
 from verification.cache import cache_key, lookup, remember, store
 from verification.documents import READ_AS, is_upload
 from verification.models import (
@@ -207,7 +208,9 @@ def _queued_messages() -> int:
 
 @app.task(ignore_result=True)
 def delete_old_runs() -> int:
-    """Runs older than RUN_RETENTION_DAYS go, with all their rows (Celery beat, daily)."""
+    """Runs older than RUN_RETENTION_DAYS go, with all their rows (Celery beat, daily), and the
+    spending rows no hourly limit counts any more."""
+    services.spending_forget_before(timezone.now() - limits.WINDOW)
     return services.verifications_delete_older_than(settings.RUN_RETENTION_DAYS)
 
 

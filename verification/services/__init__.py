@@ -65,6 +65,7 @@ from verification.services.runs import (
 )
 from verification.services.spending import (
     spending_add,
+    spending_forget_before,
     spending_undo,
 )
 from verification.services.workers import (
@@ -75,6 +76,7 @@ from verification.services.workers import (
 
 __all__ = [
     "spending_add",
+    "spending_forget_before",
     "spending_undo",
     "STALE_QUESTION",
     "source_type_set",

@@ -14,3 +14,8 @@ def spending_add(*, client: str, kind: str, amount: int, forget_before: datetime
 def spending_undo(spending: Spending) -> None:
     """A request refused or failed spent nothing."""
     Spending.objects.filter(pk=spending.pk).delete()
+
+
+def spending_forget_before(moment: datetime) -> int:
+    """Deletes every client's spending older than `moment` (clients that never came back)."""
+    return Spending.objects.filter(created_at__lt=moment).delete()[0]
