@@ -46,7 +46,7 @@ def read_document(document: FetchedDocument, *, pdf_max_pages: int = PDF_MAX_PAG
 
 def read_html(html: str) -> HtmlReading:
     if not html.strip():
-        raise StepError("the page is empty")
+        raise StepError("the page is empty", transient=False)
     tree = _parse(html)
     # Title and date first: the extractor prunes the tree it is given.
     title, published = html_meta.page_title(tree), html_meta.published_date(tree)
@@ -63,7 +63,7 @@ def _page(document: FetchedDocument, reading: HtmlReading) -> Page:
     is evidence too."""
     text = _tidy(reading.text)
     if not any(character.isalnum() for character in text):
-        raise StepError("the page has no readable text")
+        raise StepError("the page has no readable text", transient=False)
     return Page(
         url=document.url,
         final_url=document.final_url,
@@ -112,9 +112,9 @@ def _parse(html: str) -> HtmlElement:
     try:
         tree = trafilatura.load_html(html)
     except Exception as error:  # lxml raises on some broken markup
-        raise StepError(f"the page could not be parsed ({type(error).__name__})") from error
+        raise StepError(f"the page could not be parsed ({type(error).__name__})", transient=False) from error
     if tree is None:
-        raise StepError("the page could not be parsed")
+        raise StepError("the page could not be parsed", transient=False)
     return tree
 
 
@@ -128,7 +128,7 @@ def extract_main_text(tree: HtmlElement) -> str:
             tree, include_comments=False, include_tables=True, favor_recall=True, with_metadata=False
         )
     except Exception as error:  # the extractor trips on some broken markup
-        raise StepError(f"the page could not be parsed ({type(error).__name__})") from error
+        raise StepError(f"the page could not be parsed ({type(error).__name__})", transient=False) from error
     if extracted is None or extracted.body is None:
         return ""
     return _block_text(extracted.body)

@@ -7,7 +7,7 @@ from typing import NamedTuple
 from django.conf import settings
 from django.db.models import Prefetch
 
-from verification import domain_lists
+from verification import domain_lists, services
 from verification.clients.search import PROVIDER_LABELS
 from verification.documents import EVIDENCE_MODES, is_upload
 from verification.models import (
@@ -35,7 +35,7 @@ from verification.selectors.records import (
     verdicts,
     with_search_provider,
 )
-from verification.selectors.result_json import documents_json, domains_left_out, evidence_mode
+from verification.selectors.result_json import documents_json, domains_left_out, evidence_mode, retryable
 from verification.viewstate import ViewState
 
 
@@ -69,6 +69,7 @@ def result_page(verification: Verification, state: ViewState) -> dict:
     selected = next((s for s in sentences if s.index == state.sentence), None)
     finished = verification.status in FINISHED
     problems = verification_problems(verification)
+    retry_items = retryable(verification)
     return {
         "verification": verification,
         "state": state,
@@ -91,7 +92,8 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         "finished": finished,
         "problems": problems,
         "problem_count": sum(p["count"] for p in problems),
-        "can_retry": finished and bool(problems or verification.status == Status.FAILED),
+        "lasting_count": sum(r["count"] for p in problems for r in p["reasons"] if not r["transient"]),
+        "can_retry": finished and retry_items > 0,
         "run_facts": _run_facts(verification),
         "checkable": any(result not in ("no_claim",) for result, _ in found.sentences.values()),
     }
@@ -127,7 +129,6 @@ def _domain_facts(verification: Verification) -> dict:
 
 def _run_facts(verification: Verification) -> dict:
     run_settings = verification.settings
-    end = verification.finished_at
     return {
         "model": run_settings.get("model"),
         "retrieval_mode": run_settings.get("retrieval_mode"),
@@ -138,11 +139,14 @@ def _run_facts(verification: Verification) -> dict:
         "evidence": dict(EVIDENCE_MODES).get(evidence_mode(verification), ""),
         "documents": documents_json(verification),
         "created_at": verification.created_at,
-        "seconds": (end - verification.created_at).total_seconds() if end else None,
+        "seconds": services.working_seconds(verification),
         "llm_calls": verification.llm_calls,
+        "llm_cached": verification.llm_cached,
         "tokens": verification.prompt_tokens + verification.completion_tokens,
         "searches": verification.searches,
+        "searches_cached": verification.searches_cached,
         "retries": verification.retries,
+        "retried_at": verification.retried_at,
         "resumes": verification.resumes,
     }
 

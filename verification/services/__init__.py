@@ -56,10 +56,12 @@ from verification.services.runs import (
     verification_needs_record,
     verification_resume_plan,
     verification_retry,
+    verification_retryable,
     verification_take,
     verifications_delete_older_than,
     verifications_stalled,
     verifications_touch,
+    working_seconds,
 )
 from verification.services.workers import (
     worker_process_beat,
@@ -112,6 +114,8 @@ __all__ = [
     "RetryPlan",
     "UNFINISHED",
     "verification_retry",
+    "verification_retryable",
+    "working_seconds",
     "verification_resume_plan",
     "verifications_delete_older_than",
     "documents_save",
