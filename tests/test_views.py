@@ -5,6 +5,7 @@ live recompute kept in the query string, and the JSON download. Runs are built w
 import itertools
 import json
 import time
+from datetime import timedelta
 from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
 
@@ -1166,3 +1167,81 @@ def test_progress_counts_sentences_split_and_never_goes_back(client):
     assert round(25 + 25 * 1 / 7) < round(25 * 1 / 2 + 25)
     assert int(one(later, "#run-progress").get("value")) == round(25 * 1 / 2 + 25)
     assert " ".join(later.cssselect(".stages li")[0].text_content().split()) == "sentences split into claims 2/2"
+
+
+@pytest.mark.django_db
+def test_a_sentence_note_tells_each_failure_once(client):
+    run = make_run(SENTENCE)
+    paris = add_claim(run, 0, "The Eiffel Tower is in Paris.")
+    add_evidence(paris, "wiki", "supported")
+    france = add_claim(run, 0, "The Eiffel Tower is in France.")
+    add_evidence(france, "news", "", status=Status.FAILED)
+
+    note = " ".join(one(parse(get(client, permalink(run))), "#note-0 .note").text_content().split())
+
+    # Once, with what it was; not also as "1 item could not be judged" beside it.
+    assert note == "1 source supports it; 1 claim could not be checked (1 evidence item could not be judged)"
+
+
+def failed_source(run: Verification, error: str, *, transient: bool) -> Source:
+    return Source.objects.create(
+        verification=run,
+        url=f"https://x{next(_serial)}.org/",
+        host="x.org",
+        status=Status.FAILED,
+        error=error,
+        transient=transient,
+        source_type="other",
+    )
+
+
+@pytest.mark.django_db
+def test_no_retry_is_offered_when_every_failure_would_happen_again(client, scored):
+    failed_source(scored.run, "the page answered HTTP 403", transient=False)
+    failed_source(scored.run, "not a web page (image/png)", transient=False)
+
+    banner = one(parse(get(client, permalink(scored.run))), "#problems")
+
+    assert not banner.cssselect("form.retry-form")
+    assert [" ".join(li.text_content().split()) for li in banner.cssselect("li.lasting")] == [
+        "the page answered HTTP 403 — a retry will not change this",
+        "not a web page (image/png) — a retry will not change this",
+    ]
+    assert "No retry is offered" in one(banner, "#retry-scope").text_content()
+    assert client.post(f"/v/{scored.run.pk}/retry").status_code == 302
+    assert Verification.objects.get(pk=scored.run.pk).retries == 0  # nothing was queued
+
+
+@pytest.mark.django_db
+def test_the_retry_button_says_which_failures_it_will_not_change(client, scored):
+    failed_source(scored.run, "the page answered HTTP 403", transient=False)
+    failed_source(scored.run, "the page answered HTTP 503", transient=True)
+
+    banner = one(parse(get(client, permalink(scored.run))), "#problems")
+
+    one(banner, "form.retry-form")
+    reasons = {li.text_content().split(" —")[0]: "lasting" in li.classes for li in banner.cssselect("li[data-step] li")}
+    assert reasons == {"the page answered HTTP 403": True, "the page answered HTTP 503": False}
+    assert "the 1 failure marked “a retry will not change this” will stay" in one(banner, "#retry-scope").text_content()
+
+
+@pytest.mark.django_db
+def test_the_run_details_say_when_answers_came_from_the_cache_and_when_it_was_retried(client, scored):
+    first_end = scored.run.created_at + timedelta(seconds=2)
+    retried = first_end + timedelta(minutes=15)
+    Verification.objects.filter(pk=scored.run.pk).update(
+        llm_cached=7,
+        searches_cached=3,
+        retries=1,
+        worked_seconds=2.0,
+        retried_at=retried,
+        finished_at=retried + timedelta(seconds=1.5),
+    )
+
+    doc = parse(get(client, permalink(scored.run)))
+
+    assert one(doc, "#llm-calls").text_content() == "0 · 7 answers reused from earlier runs (cache)"
+    assert one(doc, "#web-searches").text_content() == "0 · 3 reused from earlier runs (cache)"
+    # 2 s, then 1.5 s after the retry: not the quarter of an hour it waited for it.
+    assert one(doc, "#run-duration").text_content() == "3.5 s working, over 2 passes"
+    assert one(doc, "#retried time").get("datetime") == retried.isoformat()
