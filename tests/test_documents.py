@@ -361,6 +361,25 @@ def test_an_upload_is_never_served_back(client, world, celery_worker):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_markdown_documents_passages_are_shown_as_text(client, world, celery_worker):
+    notes = (
+        b"# Tower notes\n\n## History\n\nThe Eiffel Tower was **completed in 1889**, as *the notes* say.\n\n"
+        b"- It stands in __Paris, France__.\n"
+    )
+    payload = {"text": SUMMARY, "settings": {"evidence": "documents", "retrieval_mode": "sparse"}}
+    run_id = post_files(client, payload, [upload("notes.md", notes)]).json()["id"]
+    result = wait_for(client, run_id)
+    assert result["status"] == "done", result["error"]
+
+    passages = [e["passage"] for e in all_evidence(result)]
+    assert any("completed in 1889, as the notes say." in p for p in passages), passages
+    assert not any(mark in p for p in passages for mark in ("#", "*", "__")), passages
+    page = client.get(f"/v/{run_id}?sentence=1").content.decode()
+    assert "completed in 1889</mark>" in page or "completed in 1889, as the notes say." in page
+    assert "**" not in page
+
+
+@pytest.mark.django_db(transaction=True)
 def test_both_mode_reads_the_web_and_the_documents(client, world, library, celery_worker):
     payload = {
         "text": SUMMARY,

@@ -26,8 +26,6 @@ EVIDENCE_MODES = [
 # An upload's Source URL: content-addressed, and no web page can have it. The page cache is
 # keyed by URL, so two people's different files of the same name never share an entry.
 UPLOAD_SCHEME = "upload:"
-# Markdown is read as plain text: its markup is a few symbols around words passages can keep.
-READ_AS = {MARKDOWN: TEXT}
 
 # After leading whitespace, markup that only HTML starts with (WHATWG MIME Sniffing, "rules for
 # identifying an unknown MIME type", widened to the sectioning tags hand-saved pages start with).

@@ -26,7 +26,7 @@ from kombu.exceptions import OperationalError as BrokerError
 from factsite.celery import app, ensure_embedded_worker
 from verification import cpu, domain_lists, heartbeat, providers, services
 from verification.cache import cache_key, lookup, remember, store
-from verification.documents import READ_AS, is_upload
+from verification.documents import is_upload
 from verification.models import (
     FINISHED,
     Claim,
@@ -614,9 +614,8 @@ def _document(source: Source) -> FetchedDocument:
     upload = Upload.objects.filter(source=source).first()
     if upload is None:
         raise StepError("the uploaded file is no longer stored", transient=False)
-    content_type = READ_AS.get(upload.content_type, upload.content_type)
     # bytes(): PostgreSQL hands binary columns back as memoryview.
-    return FetchedDocument(source.url, source.url, content_type, None, bytes(upload.body))
+    return FetchedDocument(source.url, source.url, upload.content_type, None, bytes(upload.body))
 
 
 def _read_waiting(source_id: int, page: PageSentences | None = None) -> None:

@@ -21,7 +21,8 @@ from verification.pipeline.types import FetchedDocument, StepError
 
 USER_AGENT = "Mozilla/5.0 (compatible; factsite/0.1; fact verification of AI-written text)"
 PDF = "application/pdf"
-ACCEPTED_TYPES = ("text/html", "application/xhtml+xml", "text/plain", PDF)
+# text/markdown is read as Markdown (extract.read_markdown), not shown with its markup.
+ACCEPTED_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "text/markdown", PDF)
 ACCEPT_HEADER = "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8"
 MAX_REDIRECTS = 5
 # Client errors that say "not now" rather than "never": a retry may be answered (with 5xx).
