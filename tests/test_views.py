@@ -1245,3 +1245,13 @@ def test_the_run_details_say_when_answers_came_from_the_cache_and_when_it_was_re
     # 2 s, then 1.5 s after the retry: not the quarter of an hour it waited for it.
     assert one(doc, "#run-duration").text_content() == "3.5 s working, over 2 passes"
     assert one(doc, "#retried time").get("datetime") == retried.isoformat()
+
+
+@pytest.mark.django_db
+def test_the_site_has_a_favicon_at_the_path_browsers_ask_and_in_every_page(client):
+    icon = client.get("/favicon.ico")
+
+    assert icon.status_code == 200 and icon["Content-Type"] == "image/x-icon"
+    assert b"".join(icon.streaming_content)[:4] == b"\x00\x00\x01\x00"  # an ICO's header
+    links = {link.get("type") or "ico": link.get("href") for link in parse(client.get("/")).cssselect("link[rel=icon]")}
+    assert links == {"image/svg+xml": "/static/favicon.svg", "ico": "/favicon.ico"}

@@ -5,7 +5,7 @@ import json
 import uuid
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import FileResponse, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -74,6 +74,14 @@ def _home(request, form, edited_from, status=200, limit_error="") -> HttpRespons
         "max_upload_mb": settings.MAX_UPLOAD_BYTES / 2**20,
     }
     return render(request, "verification/home.html", context, status=status)
+
+
+@require_GET
+def favicon(request: HttpRequest) -> FileResponse:
+    """Browsers ask /favicon.ico whatever the page links; a 404 there fills every log."""
+    response = FileResponse((settings.BASE_DIR / "static" / "favicon.ico").open("rb"), content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
 
 
 @require_GET
