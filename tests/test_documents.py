@@ -155,13 +155,6 @@ def test_two_uploads_of_one_name_stay_apart_and_the_same_bytes_count_once(client
             "file:///etc/passwd is not a web address (http:// or https://).",
             id="not-a-web-address",
         ),
-        pytest.param(
-            {"sources": [{"url": "https://example.org/report"}]},
-            [],
-            "evidence",
-            "the evidence mode is “web”",
-            id="documents-in-web-mode",
-        ),
     ],
 )
 def test_it_refuses_documents_it_cannot_take_with_a_reason(client, configured, settings, payload, files, field, says):
@@ -174,6 +167,23 @@ def test_it_refuses_documents_it_cannot_take_with_a_reason(client, configured, s
     body = response.json()
     assert says in body["detail"] and any(says in message for message in body["errors"][field])
     assert not Verification.objects.exists() and not Source.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("settings_given", [{}, {"evidence": "web"}], ids=["default-mode", "web-mode"])
+def test_documents_given_in_web_mode_are_read_too_and_the_run_says_so(client, configured, settings_given):
+    payload = {"text": SUMMARY, "settings": settings_given, "sources": [{"url": "https://example.org/report"}]}
+
+    response = post_json(client, payload)
+
+    assert response.status_code == 201, response.content
+    run = Verification.objects.get()
+    assert run.settings["evidence"] == "both" and run.settings["evidence_switched_from"] == "web"
+    assert [s.url for s in run.sources.all()] == ["https://example.org/report"]
+    api = client.get(f"/api/verifications/{run.pk}").json()
+    assert api["evidence"] == "both" and api["settings"]["evidence_switched_from"] == "web"
+    said = client.get(f"/v/{run.pk}").content.decode()
+    assert "you chose “The web” and gave documents, so they were read as well" in said
 
 
 @pytest.mark.django_db

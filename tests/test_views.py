@@ -1255,3 +1255,58 @@ def test_the_site_has_a_favicon_at_the_path_browsers_ask_and_in_every_page(clien
     assert b"".join(icon.streaming_content)[:4] == b"\x00\x00\x01\x00"  # an ICO's header
     links = {link.get("type") or "ico": link.get("href") for link in parse(client.get("/")).cssselect("link[rel=icon]")}
     assert links == {"image/svg+xml": "/static/favicon.svg", "ico": "/favicon.ico"}
+
+
+@pytest.mark.django_db
+def test_a_refused_form_lists_every_error_at_its_top_linked_to_its_field(client, configured):
+    response = client.post("/", {"text": "", "top_k_results": "99", "retrieval_mode": "magic"})
+
+    assert response.status_code == 400
+    doc = parse(response)
+    summary = one(doc, "form.verify-form > #form-errors")
+    assert summary.get("autofocus") is not None and summary.get("tabindex") == "-1"
+    links = [(a.get("href"), a.text_content()) for a in summary.cssselect("a")]
+    assert [href for href, _ in links] == ["#id_text", "#id_retrieval_mode_0", "#id_top_k_results"]
+    assert links[0][1] == "Paste the text to verify: Paste some text to verify."
+    for href, _ in links:
+        control = one(doc, href)
+        error_id = f"{control.get('name')}-error"
+        assert error_id in control.get("aria-describedby").split() and control.get("aria-invalid") == "true"
+        assert field_of(doc, control.get("name")).cssselect(f"#{error_id}.field-error")
+
+
+@pytest.mark.django_db
+def test_the_verify_button_comes_right_after_the_text(client, configured):
+    form = one(parse(get(client, "/")), "form.verify-form")
+    order = [el for el in form.iter() if el.tag in ("textarea", "button", "select", "fieldset")]
+
+    assert [el.tag for el in order[:3]] == ["textarea", "button", "select"]
+    assert len(form.cssselect("button[type=submit]")) == 1
+
+
+@pytest.mark.django_db
+def test_a_url_given_in_web_mode_switches_the_run_to_both(client, configured):
+    response = client.post("/", {"text": SENTENCE, "evidence": "web", "sources": "https://example.org/report"})
+
+    assert response.status_code == 302
+    run = Verification.objects.get()
+    assert run.settings["evidence"] == "both" and run.settings["evidence_switched_from"] == "web"
+    facts = one(parse(get(client, permalink(run))), "#evidence-mode").text_content()
+    assert facts == "Both: the web and my documents — you chose “The web” and gave documents, so they were read as well"
+
+
+@pytest.mark.django_db
+def test_a_form_refused_for_one_file_names_the_good_files_to_choose_again(client, configured):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    files = [
+        SimpleUploadedFile("notes.md", b"# Notes\n\nThe tower was completed in 1889.\n"),
+        SimpleUploadedFile("photo.pdf", b"\x89PNG\r\n\x1a\n" + b"\x00" * 64),
+    ]
+    response = client.post("/", {"text": SENTENCE, "evidence": "documents", "files": files})
+
+    assert response.status_code == 400
+    doc = parse(response)
+    assert one(doc, "#files-to-choose-again").text_content().startswith("Choose again the file that was fine: notes.md")
+    assert one(field_of(doc, "files"), "#files-note").text_content().startswith("Choose again: notes.md")
+    assert "photo.pdf is not a PDF" in one(field_of(doc, "files"), ".field-error").text_content()

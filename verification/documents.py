@@ -23,6 +23,8 @@ EVIDENCE_MODES = [
     ("documents", "Only my documents: no web search"),
     ("both", "Both: the web and my documents"),
 ]
+# In a run's settings: the mode asked for, when documents given with it made the run "both".
+EVIDENCE_SWITCHED_FROM = "evidence_switched_from"
 # An upload's Source URL: content-addressed, and no web page can have it. The page cache is
 # keyed by URL, so two people's different files of the same name never share an entry.
 UPLOAD_SCHEME = "upload:"

@@ -70,6 +70,9 @@ class RunSettings(Schema):
     top_k_passages: int = None
     context_size: int = None
     evidence: EvidenceMode = None
+    evidence_switched_from: EvidenceMode = Field(
+        None, description="the mode asked for when documents came with “web”: the run read them too (“both”)"
+    )
     blocked_domains: list[str] = Field(None, description="this run's own block list (subdomains included)")
     server_blocked_domains: list[str] = Field(None, description="BLOCKED_DOMAINS when the run was created")
     server_allowed_domains: list[str] = Field(

@@ -63,8 +63,11 @@ def _initial_form(edited_from: Verification | None) -> VerificationForm:
 
 
 def _home(request, form, edited_from, status=200, limit_error="") -> HttpResponse:
+    if form.is_bound:
+        form.describe_errors()
     context = {
         "form": form,
+        "error_summary": form.error_summary() if form.is_bound else [],
         "edited_from": edited_from,
         "limit_error": limit_error,
         "problems": providers.configuration_problems(form["model"].value() or None),

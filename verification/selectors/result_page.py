@@ -9,7 +9,7 @@ from django.db.models import Prefetch
 
 from verification import domain_lists, services
 from verification.clients.search import PROVIDER_LABELS
-from verification.documents import EVIDENCE_MODES, is_upload
+from verification.documents import EVIDENCE_MODES, EVIDENCE_SWITCHED_FROM, is_upload
 from verification.models import (
     FINISHED,
     Claim,
@@ -137,6 +137,8 @@ def _run_facts(verification: Verification) -> dict:
         "context_size": run_settings.get("context_size"),
         "domains": _domain_facts(verification),
         "evidence": dict(EVIDENCE_MODES).get(evidence_mode(verification), ""),
+        # The mode the person chose, when the documents they gave made the run read them too.
+        "evidence_chosen": dict(EVIDENCE_MODES).get(run_settings.get(EVIDENCE_SWITCHED_FROM, ""), "").split(":")[0],
         "documents": documents_json(verification),
         "created_at": verification.created_at,
         "seconds": services.working_seconds(verification),
