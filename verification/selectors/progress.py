@@ -84,7 +84,8 @@ PROBLEM_STEPS = {
 
 def verification_problems(verification: Verification) -> list[dict]:
     """Failed items grouped by step: how many, and each readable reason with its count."""
-    return once_finished(verification, "problems", lambda: _problems(verification))
+    # "problems-2": entries cached before reasons said whether they are transient are not read.
+    return once_finished(verification, "problems-2", lambda: _problems(verification))
 
 
 def _problems(verification: Verification) -> list[dict]:
