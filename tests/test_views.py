@@ -1310,3 +1310,17 @@ def test_a_form_refused_for_one_file_names_the_good_files_to_choose_again(client
     assert one(doc, "#files-to-choose-again").text_content().startswith("Choose again the file that was fine: notes.md")
     assert one(field_of(doc, "files"), "#files-note").text_content().startswith("Choose again: notes.md")
     assert "photo.pdf is not a PDF" in one(field_of(doc, "files"), ".field-error").text_content()
+
+
+@pytest.mark.django_db
+def test_a_run_failed_for_want_of_evidence_says_each_failure_once_in_its_banner(client):
+    reason = "web search failed: Serper answered HTTP 503"
+    run = make_run(SENTENCE, status=Status.FAILED)
+    Verification.objects.filter(pk=run.pk).update(error=f"no evidence could be judged: {reason}")
+    lost = add_claim(run, 0, SENTENCE, status=ClaimStatus.FAILED)
+    Claim.objects.filter(pk=lost.pk).update(error=reason)
+
+    banner = " ".join(one(parse(get(client, permalink(run))), "#problems").text_content().split())
+
+    assert banner.startswith("This verification failed: no evidence could be judged Web search: 1 failed")
+    assert banner.count("HTTP 503") == 1, banner

@@ -92,7 +92,7 @@ def _problems(verification: Verification) -> list[dict]:
     """Each reason with whether a retry may change it (`transient`): the page says which
     failures "Retry failed parts" will not change."""
     run_reasons = []
-    if verification.status == Status.FAILED and not verification.error.startswith("no evidence could be judged"):
+    if verification.status == Status.FAILED and not verification.error.startswith(services.NO_EVIDENCE_JUDGED):
         run_reasons = [(verification.error, verification.transient)]
     failed_claims = (
         Claim.objects.filter(sentence__verification=verification, status=ClaimStatus.FAILED)

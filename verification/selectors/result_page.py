@@ -91,6 +91,11 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         "progress": None if finished else verification_progress(verification),
         "finished": finished,
         "problems": problems,
+        # The banner's headline; the failures behind "no evidence could be judged" are listed
+        # under it, so it does not say the first of them twice.
+        "failure": services.NO_EVIDENCE_JUDGED
+        if verification.error.startswith(services.NO_EVIDENCE_JUDGED) and problems
+        else verification.error,
         "problem_count": sum(p["count"] for p in problems),
         "lasting_count": sum(r["count"] for p in problems for r in p["reasons"] if not r["transient"]),
         "can_retry": finished and retry_items > 0,

@@ -41,6 +41,7 @@ from verification.services.rows import (
     transition,
 )
 from verification.services.runs import (
+    NO_EVIDENCE_JUDGED,
     UNFINISHED,
     RetryPlan,
     first_failure,
@@ -113,6 +114,7 @@ __all__ = [
     "progress_record",
     "RetryPlan",
     "UNFINISHED",
+    "NO_EVIDENCE_JUDGED",
     "verification_retry",
     "verification_retryable",
     "working_seconds",

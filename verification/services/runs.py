@@ -157,6 +157,10 @@ def usage_add(
         Verification.objects.filter(pk=verification_id).update(**changes)
 
 
+# How a run whose failures left nothing judged fails; its problems list says which failures.
+NO_EVIDENCE_JUDGED = "no evidence could be judged"
+
+
 def verification_finish(verification_id) -> bool:
     """The run ends when every sentence has ended and every source has a type. A run in which
     failures left no evidence judged at all has failed (its result would only look clean)."""
@@ -169,7 +173,7 @@ def verification_finish(verification_id) -> bool:
     if not judged.exists():
         failure = first_failure(verification_id)
         if failure:
-            status, error = Status.FAILED, f"no evidence could be judged: {failure}"
+            status, error = Status.FAILED, f"{NO_EVIDENCE_JUDGED}: {failure}"
     return transition(
         Verification.objects.filter(pk=verification_id, status=Status.RUNNING),
         to=status,
