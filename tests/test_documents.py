@@ -160,13 +160,6 @@ def test_two_uploads_of_one_name_stay_apart_and_the_same_bytes_count_once(client
             "file:///etc/passwd is not a web address (http:// or https://).",
             id="not-a-web-address",
         ),
-        pytest.param(
-            {"sources": [{"url": "https://example.org/report"}]},
-            [],
-            "evidence",
-            "the evidence mode is “web”",
-            id="documents-in-web-mode",
-        ),
     ],
 )
 def test_it_refuses_documents_it_cannot_take_with_a_reason(client, configured, settings, payload, files, field, says):
@@ -179,6 +172,23 @@ def test_it_refuses_documents_it_cannot_take_with_a_reason(client, configured, s
     body = response.json()
     assert says in body["detail"] and any(says in message for message in body["errors"][field])
     assert not Verification.objects.exists() and not Source.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("settings_given", [{}, {"evidence": "web"}], ids=["default-mode", "web-mode"])
+def test_documents_given_in_web_mode_are_read_too_and_the_run_says_so(client, configured, settings_given):
+    payload = {"text": SUMMARY, "settings": settings_given, "sources": [{"url": "https://example.org/report"}]}
+
+    response = post_json(client, payload)
+
+    assert response.status_code == 201, response.content
+    run = Verification.objects.get()
+    assert run.settings["evidence"] == "both" and run.settings["evidence_switched_from"] == "web"
+    assert [s.url for s in run.sources.all()] == ["https://example.org/report"]
+    api = client.get(f"/api/verifications/{run.pk}").json()
+    assert api["evidence"] == "both" and api["settings"]["evidence_switched_from"] == "web"
+    said = client.get(f"/v/{run.pk}").content.decode()
+    assert "you chose “The web” and gave documents, so they were read as well" in said
 
 
 @pytest.mark.django_db
@@ -425,6 +435,25 @@ def test_an_upload_is_never_served_back(client, world, celery_worker):
     for name in (digest, upload_id):
         for path in (f"/upload:{name}", f"/v/{run_id}/upload:{name}", f"/api/uploads/{name}"):
             assert client.get(path).status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_markdown_documents_passages_are_shown_as_text(client, world, celery_worker):
+    notes = (
+        b"# Tower notes\n\n## History\n\nThe Eiffel Tower was **completed in 1889**, as *the notes* say.\n\n"
+        b"- It stands in __Paris, France__.\n"
+    )
+    payload = {"text": SUMMARY, "settings": {"evidence": "documents", "retrieval_mode": "sparse"}}
+    run_id = post_files(client, payload, [upload("notes.md", notes)]).json()["id"]
+    result = wait_for(client, run_id)
+    assert result["status"] == "done", result["error"]
+
+    passages = [e["passage"] for e in all_evidence(result)]
+    assert any("completed in 1889, as the notes say." in p for p in passages), passages
+    assert not any(mark in p for p in passages for mark in ("#", "*", "__")), passages
+    page = client.get(f"/v/{run_id}?sentence=1").content.decode()
+    assert "completed in 1889</mark>" in page or "completed in 1889, as the notes say." in page
+    assert "**" not in page
 
 
 @pytest.mark.django_db(transaction=True)

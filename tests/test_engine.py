@@ -196,10 +196,65 @@ def test_a_search_outage_fails_the_run_and_a_retry_completes_it_in_place(client,
     assert retried["retries"] == 1
     assert retried["score"] is not None
     assert world.llm.calls["claims"] == calls_before  # claims were not found again, only searched
-    # Only the 403 page is left to retry.
+    # Only the 403 page is left, and a retry would meet its 403 again: nothing to retry.
+    assert retried["retryable"] == 0
     again = client.post(f"/api/verifications/{verification_id}/retry", content_type="application/json")
-    assert again.status_code == 202 and again.json()["retried"] == sum(p["count"] for p in retried["problems"])
-    wait_for(client, verification_id)
+    assert again.status_code == 409, again.content
+
+
+def test_a_retry_requeues_only_the_failures_another_try_may_change(client, world, celery_worker):
+    """A 503 (the wiki, down for now) is tried again; the blog's 403 is not fetched again and the
+    banner says a retry will not change it."""
+    wiki, _news, blog = world.sites
+    wiki.fail_status = 503
+    verification_id = run(client, retrieval_mode="sparse")
+    result = wait_for(client, verification_id)
+
+    fetch = next(p for p in result["problems"] if p["step"] == "fetch")
+    reasons = {r["reason"]: r["transient"] for r in fetch["reasons"]}
+    assert reasons == {"the page answered HTTP 503": True, "the page answered HTTP 403": False}
+    transient_pages = sum(r["count"] for r in fetch["reasons"] if r["transient"])
+    assert result["retryable"] == transient_pages
+    page = client.get(f"/v/{verification_id}").content.decode()
+    assert "Retry failed parts" in page and "a retry will not change this" in page
+
+    wiki.fail_status = 0
+    blog_hits, wiki_hits = blog.hits["/blocked"], sum(wiki.hits.values())
+    response = client.post(f"/api/verifications/{verification_id}/retry", content_type="application/json")
+    assert response.status_code == 202 and response.json()["retried"] == transient_pages
+    retried = wait_for(client, verification_id)
+
+    assert blog.hits["/blocked"] == blog_hits  # the 403 page was not asked again
+    assert sum(wiki.hits.values()) == wiki_hits + transient_pages
+    fetch = next(p for p in retried["problems"] if p["step"] == "fetch")
+    assert fetch["reasons"] == [{"reason": "the page answered HTTP 403", "count": 1, "transient": False}]
+    assert retried["retryable"] == 0
+    page = client.get(f"/v/{verification_id}").content.decode()
+    assert "Retry failed parts" not in page and "No retry is offered" in page
+    refused = client.post(f"/api/verifications/{verification_id}/retry", content_type="application/json")
+    assert refused.status_code == 409 and "would fail the same way" in refused.json()["detail"]
+
+
+def test_the_duration_counts_the_time_worked_not_the_wait_before_a_retry(client, world, celery_worker):
+    world.sites[0].fail_status = 503
+    verification_id = run(client, retrieval_mode="sparse")
+    first = wait_for(client, verification_id)
+    assert first["working_seconds"] is not None and first["retried_at"] is None
+    time.sleep(3)  # the run sits finished before someone retries it
+
+    world.sites[0].fail_status = 0
+    retry = client.post(f"/api/verifications/{verification_id}/retry", content_type="application/json")
+    assert retry.status_code == 202, retry.content
+    second = wait_for(client, verification_id)
+
+    run_row = Verification.objects.get(pk=verification_id)
+    since_retry = (run_row.finished_at - run_row.retried_at).total_seconds()
+    assert second["working_seconds"] == pytest.approx(first["working_seconds"] + since_retry, abs=0.01)
+    wall_clock = (run_row.finished_at - run_row.created_at).total_seconds()
+    assert second["working_seconds"] < wall_clock - 2.5
+    facts = client.get(f"/v/{verification_id}").content.decode()
+    assert f"{second['working_seconds']:.1f} s working, over 2 passes" in facts
+    assert second["retried_at"] == run_row.retried_at.isoformat()
 
 
 def test_a_page_that_fails_is_read_again_on_retry(client, world, celery_worker):
@@ -225,7 +280,15 @@ def test_a_second_run_reuses_cached_answers(client, world, celery_worker):
     second = wait_for(client, run(client, retrieval_mode="sparse"))
 
     assert first["usage"]["llm_calls"] > 0 and first["usage"]["searches"] > 0
+    cached = {name: second["usage"].pop(name) for name in ("llm_cached", "searches_cached")}
     assert second["usage"] == {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "searches": 0}
+    # It says where its answers came from: every claim's search and judgement, each chunk's claims.
+    assert cached["searches_cached"] == first["usage"]["searches"]
+    assert cached["llm_cached"] >= len(all_evidence(second)) + 1
+    assert first["usage"]["llm_cached"] == first["usage"]["searches_cached"] == 0
+    details = client.get(f"/v/{second['id']}").content.decode()
+    assert f"{cached['llm_cached']} answers reused from earlier runs (cache)" in details
+    assert f"{cached['searches_cached']} reused from earlier runs (cache)" in details
     assert [s["score"] for s in second["sentences"]] == [s["score"] for s in first["sentences"]]
     assert len(world.serper.queries) == first["usage"]["searches"]  # the second run sent none
 

@@ -5,6 +5,7 @@ live recompute kept in the query string, and the JSON download. Runs are built w
 import itertools
 import json
 import time
+from datetime import timedelta
 from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
 
@@ -1171,3 +1172,160 @@ def test_progress_counts_sentences_split_and_never_goes_back(client):
     assert round(25 + 25 * 1 / 7) < round(25 * 1 / 2 + 25)
     assert int(one(later, "#run-progress").get("value")) == round(25 * 1 / 2 + 25)
     assert " ".join(later.cssselect(".stages li")[0].text_content().split()) == "sentences split into claims 2/2"
+
+
+@pytest.mark.django_db
+def test_a_sentence_note_tells_each_failure_once(client):
+    run = make_run(SENTENCE)
+    paris = add_claim(run, 0, "The Eiffel Tower is in Paris.")
+    add_evidence(paris, "wiki", "supported")
+    france = add_claim(run, 0, "The Eiffel Tower is in France.")
+    add_evidence(france, "news", "", status=Status.FAILED)
+
+    note = " ".join(one(parse(get(client, permalink(run))), "#note-0 .note").text_content().split())
+
+    # Once, with what it was; not also as "1 item could not be judged" beside it.
+    assert note == "1 source supports it; 1 claim could not be checked (1 evidence item could not be judged)"
+
+
+def failed_source(run: Verification, error: str, *, transient: bool) -> Source:
+    return Source.objects.create(
+        verification=run,
+        url=f"https://x{next(_serial)}.org/",
+        host="x.org",
+        status=Status.FAILED,
+        error=error,
+        transient=transient,
+        source_type="other",
+    )
+
+
+@pytest.mark.django_db
+def test_no_retry_is_offered_when_every_failure_would_happen_again(client, scored):
+    failed_source(scored.run, "the page answered HTTP 403", transient=False)
+    failed_source(scored.run, "not a web page (image/png)", transient=False)
+
+    banner = one(parse(get(client, permalink(scored.run))), "#problems")
+
+    assert not banner.cssselect("form.retry-form")
+    assert [" ".join(li.text_content().split()) for li in banner.cssselect("li.lasting")] == [
+        "the page answered HTTP 403 — a retry will not change this",
+        "not a web page (image/png) — a retry will not change this",
+    ]
+    assert "No retry is offered" in one(banner, "#retry-scope").text_content()
+    assert client.post(f"/v/{scored.run.pk}/retry").status_code == 302
+    assert Verification.objects.get(pk=scored.run.pk).retries == 0  # nothing was queued
+
+
+@pytest.mark.django_db
+def test_the_retry_button_says_which_failures_it_will_not_change(client, scored):
+    failed_source(scored.run, "the page answered HTTP 403", transient=False)
+    failed_source(scored.run, "the page answered HTTP 503", transient=True)
+
+    banner = one(parse(get(client, permalink(scored.run))), "#problems")
+
+    one(banner, "form.retry-form")
+    reasons = {li.text_content().split(" —")[0]: "lasting" in li.classes for li in banner.cssselect("li[data-step] li")}
+    assert reasons == {"the page answered HTTP 403": True, "the page answered HTTP 503": False}
+    assert "the 1 failure marked “a retry will not change this” will stay" in one(banner, "#retry-scope").text_content()
+
+
+@pytest.mark.django_db
+def test_the_run_details_say_when_answers_came_from_the_cache_and_when_it_was_retried(client, scored):
+    first_end = scored.run.created_at + timedelta(seconds=2)
+    retried = first_end + timedelta(minutes=15)
+    Verification.objects.filter(pk=scored.run.pk).update(
+        llm_cached=7,
+        searches_cached=3,
+        retries=1,
+        worked_seconds=2.0,
+        retried_at=retried,
+        finished_at=retried + timedelta(seconds=1.5),
+    )
+
+    doc = parse(get(client, permalink(scored.run)))
+
+    assert one(doc, "#llm-calls").text_content() == "0 · 7 answers reused from earlier runs (cache)"
+    assert one(doc, "#web-searches").text_content() == "0 · 3 reused from earlier runs (cache)"
+    # 2 s, then 1.5 s after the retry: not the quarter of an hour it waited for it.
+    assert one(doc, "#run-duration").text_content() == "3.5 s working, over 2 passes"
+    assert one(doc, "#retried time").get("datetime") == retried.isoformat()
+
+
+@pytest.mark.django_db
+def test_the_site_has_a_favicon_at_the_path_browsers_ask_and_in_every_page(client):
+    icon = client.get("/favicon.ico")
+
+    assert icon.status_code == 200 and icon["Content-Type"] == "image/x-icon"
+    assert b"".join(icon.streaming_content)[:4] == b"\x00\x00\x01\x00"  # an ICO's header
+    links = {link.get("type") or "ico": link.get("href") for link in parse(client.get("/")).cssselect("link[rel=icon]")}
+    assert links == {"image/svg+xml": "/static/favicon.svg", "ico": "/favicon.ico"}
+
+
+@pytest.mark.django_db
+def test_a_refused_form_lists_every_error_at_its_top_linked_to_its_field(client, configured):
+    response = client.post("/", {"text": "", "top_k_results": "99", "retrieval_mode": "magic"})
+
+    assert response.status_code == 400
+    doc = parse(response)
+    summary = one(doc, "form.verify-form > #form-errors")
+    assert summary.get("autofocus") is not None and summary.get("tabindex") == "-1"
+    links = [(a.get("href"), a.text_content()) for a in summary.cssselect("a")]
+    assert [href for href, _ in links] == ["#id_text", "#id_retrieval_mode_0", "#id_top_k_results"]
+    assert links[0][1] == "Paste the text to verify: Paste some text to verify."
+    for href, _ in links:
+        control = one(doc, href)
+        error_id = f"{control.get('name')}-error"
+        assert error_id in control.get("aria-describedby").split() and control.get("aria-invalid") == "true"
+        assert field_of(doc, control.get("name")).cssselect(f"#{error_id}.field-error")
+
+
+@pytest.mark.django_db
+def test_the_verify_button_comes_right_after_the_text(client, configured):
+    form = one(parse(get(client, "/")), "form.verify-form")
+    order = [el for el in form.iter() if el.tag in ("textarea", "button", "select", "fieldset")]
+
+    assert [el.tag for el in order[:3]] == ["textarea", "button", "select"]
+    assert len(form.cssselect("button[type=submit]")) == 1
+
+
+@pytest.mark.django_db
+def test_a_url_given_in_web_mode_switches_the_run_to_both(client, configured):
+    response = client.post("/", {"text": SENTENCE, "evidence": "web", "sources": "https://example.org/report"})
+
+    assert response.status_code == 302
+    run = Verification.objects.get()
+    assert run.settings["evidence"] == "both" and run.settings["evidence_switched_from"] == "web"
+    facts = one(parse(get(client, permalink(run))), "#evidence-mode").text_content()
+    assert facts == "Both: the web and my documents — you chose “The web” and gave documents, so they were read as well"
+
+
+@pytest.mark.django_db
+def test_a_form_refused_for_one_file_names_the_good_files_to_choose_again(client, configured):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    files = [
+        SimpleUploadedFile("notes.md", b"# Notes\n\nThe tower was completed in 1889.\n"),
+        SimpleUploadedFile("photo.pdf", b"\x89PNG\r\n\x1a\n" + b"\x00" * 64),
+    ]
+    response = client.post("/", {"text": SENTENCE, "evidence": "documents", "files": files})
+
+    assert response.status_code == 400
+    doc = parse(response)
+    assert one(doc, "#files-to-choose-again").text_content().startswith("Choose again the file that was fine: notes.md")
+    assert one(field_of(doc, "files"), "#files-note").text_content().startswith("Choose again: notes.md")
+    assert "photo.pdf is not a PDF" in one(field_of(doc, "files"), ".field-error").text_content()
+
+
+@pytest.mark.django_db
+def test_a_run_failed_for_want_of_evidence_says_each_failure_once_in_its_banner(client):
+    reason = "web search failed: Serper answered HTTP 503"
+    run = make_run(SENTENCE, status=Status.FAILED)
+    Verification.objects.filter(pk=run.pk).update(error=f"no evidence could be judged: {reason}")
+    lost = add_claim(run, 0, SENTENCE, status=ClaimStatus.FAILED)
+    Claim.objects.filter(pk=lost.pk).update(error=reason)
+
+    banner = " ".join(one(parse(get(client, permalink(run))), "#problems").text_content().split())
+
+    assert banner.startswith("This verification failed: no evidence could be judged Web search: 1 failed")
+    assert banner.count("HTTP 503") == 1, banner

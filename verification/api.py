@@ -252,7 +252,13 @@ def verification_retry(request: HttpRequest, verification_id: uuid.UUID):
         return Status(409, {"detail": "The run was cancelled: start it again with Edit text instead."})
     retried = tasks.retry_failed(verification.pk)
     if not retried:
-        return Status(409, {"detail": "Nothing in this run failed: there is nothing to retry."})
+        return Status(
+            409,
+            {
+                "detail": "Nothing to retry: nothing in this run failed, or only what would fail the same way "
+                "again (see each problem reason's `transient`)."
+            },
+        )
     verification.refresh_from_db()
     return Status(202, {"id": str(verification.pk), "status": verification.status, "retried": retried})
 

@@ -24,12 +24,12 @@ EVIDENCE_MODES = [
     ("documents", "Only my documents: no web search"),
     ("both", "Both: the web and my documents"),
 ]
+# In a run's settings: the mode asked for, when documents given with it made the run "both".
+EVIDENCE_SWITCHED_FROM = "evidence_switched_from"
 # An upload's Source URL: a random id that no web page can have. Random, not the file's hash:
 # the URL is in the result JSON, and a hash would tell anyone holding a candidate file whether
 # this run read it. (So each upload has its own page-cache entry, even of the same bytes.)
 UPLOAD_SCHEME = "upload:"
-# Markdown is read as plain text: its markup is a few symbols around words passages can keep.
-READ_AS = {MARKDOWN: TEXT}
 
 # After leading whitespace, markup that only HTML starts with (WHATWG MIME Sniffing, "rules for
 # identifying an unknown MIME type", widened to the sectioning tags hand-saved pages start with).

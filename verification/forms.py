@@ -4,7 +4,7 @@ from django import forms
 from django.conf import settings
 
 from verification import documents, domain_lists, providers
-from verification.documents import EVIDENCE_MODES, DocumentDraft, looks_binary
+from verification.documents import EVIDENCE_MODES, EVIDENCE_SWITCHED_FROM, DocumentDraft, looks_binary
 from verification.pipeline import segment
 from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
 
@@ -40,6 +40,7 @@ class MultipleFileField(forms.FileField):
 
 class VerificationForm(forms.Form):
     text = forms.CharField(
+        label="Paste the text to verify",
         strip=False,
         widget=forms.Textarea(attrs={"rows": 12, "placeholder": "Paste the text to verify"}),
         error_messages={"required": "Paste some text to verify."},
@@ -91,6 +92,11 @@ class VerificationForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.inherited = list(inherited or [])
         self.documents: list[DocumentDraft] = []
+        # Files read fine, by name: a form shown again has lost them (no browser refills a file
+        # input), so it names them to be chosen again.
+        self.files_read: list[str] = []
+        # "web" when documents came with the web mode: the run reads the web and them ("both").
+        self.evidence_switched_from = ""
         names = providers.model_names()
         self.fields["model"].choices = [(name, name) for name in names]
         self.fields["model"].initial = names[0] if names else None
@@ -135,7 +141,7 @@ class VerificationForm(forms.Form):
         return _drafts(documents.url_lines(self.cleaned_data["sources"]), documents.url_document)
 
     def clean_files(self) -> list[DocumentDraft]:
-        return _drafts(self.cleaned_data["files"], documents.uploaded_document)
+        return _drafts(self.cleaned_data["files"], documents.uploaded_document, read_names=self.files_read)
 
     def clean(self) -> dict:
         cleaned = super().clean()
@@ -143,12 +149,12 @@ class VerificationForm(forms.Form):
             return cleaned  # their own errors are said already
         given = [*cleaned["sources"], *cleaned["files"]]
         mode = cleaned.get("evidence") or DEFAULT_SETTINGS["evidence"]
+        if mode == "web" and given:
+            # Documents given are meant to be read: the run reads them as well as the web, and
+            # says so, rather than refusing a form whose intent is plain.
+            self.evidence_switched_from, mode = mode, "both"
+            cleaned["evidence"] = mode
         if mode == "web":
-            if given:
-                self.add_error(
-                    "evidence",
-                    "You gave documents, but the evidence mode is “web”: choose “documents” or “both” to read them.",
-                )
             return cleaned
         try:
             self.documents = documents.checked([*self.inherited, *given], mode)
@@ -162,23 +168,53 @@ class VerificationForm(forms.Form):
     def run_settings(self) -> dict:
         """The validated settings, defaults filled in, as stored with the run."""
         chosen = {name: self.cleaned_data.get(name) for name in DEFAULT_SETTINGS}
+        switched = {EVIDENCE_SWITCHED_FROM: self.evidence_switched_from} if self.evidence_switched_from else {}
         return {
             "model": self.cleaned_data["model"],
             **DEFAULT_SETTINGS,
             **{name: value for name, value in chosen.items() if value not in (None, "")},
             **domain_lists.run_settings(self.cleaned_data.get("blocked_domains") or []),
+            **switched,
         }
 
+    def error_summary(self) -> list[dict]:
+        """Every error of a refused form, in the order of the page, each with the id of the
+        control it is about (for the summary's links; "" for the form as a whole)."""
+        found = [{"id": "", "label": "", "message": message} for message in self.non_field_errors()]
+        for bound in self:
+            for message in bound.errors:
+                # Radio buttons have no one id (their legend is the label): the first button's.
+                control = bound.id_for_label or f"{bound.auto_id}_0"
+                found.append({"id": control, "label": bound.label or "", "message": message})
+        return found
 
-def _drafts(given, read) -> list[DocumentDraft]:
+    def describe_errors(self) -> None:
+        """Ties each control with an error to its message (shown next to it, id "<control>-error")
+        for assistive technology."""
+        for bound in self:
+            if bound.errors:
+                attrs = bound.field.widget.attrs
+                attrs["aria-invalid"] = "true"
+                attrs["aria-describedby"] = error_id(bound)
+
+
+def error_id(bound) -> str:
+    """The id of the message shown next to a field's control (home.html)."""
+    return f"{bound.name}-error"
+
+
+def _drafts(given, read, *, read_names: list[str] | None = None) -> list[DocumentDraft]:
     """Each given document read by `read`; every one that cannot be is named in one error, so
-    a person fixes them all at once."""
+    a person fixes them all at once. `read_names` collects the names of those read fine."""
     drafts, problems = [], []
     for item in given:
         try:
             drafts.append(read(item))
         except forms.ValidationError as error:
             problems.append(error)
+        else:
+            if read_names is not None:
+                read_names.append(drafts[-1].name)
     if problems:
         raise forms.ValidationError(problems)
     return drafts

@@ -91,6 +91,15 @@ class Verification(models.Model):
     # The browser or API caller that started it, as a keyed hash of its owner token (ownership.py;
     # "" for runs from before tokens, and for the CLI): only it may use the run's documents again.
     creator = models.CharField(max_length=64, blank=True, db_index=True)
+    # Whether a retry may end this failure otherwise (StepError.transient); meaningless unless failed.
+    transient = models.BooleanField(default=True)
+    # Seconds worked in the passes before the current one (the first run, earlier retries): the
+    # idle time between a run's end and its retry is no part of its duration.
+    worked_seconds = models.FloatField(default=0)
+    # Answers taken from the cross-run cache (cache.py) instead of asking the model or the search
+    # provider: a run that asked nothing says where its answers came from.
+    llm_cached = models.PositiveIntegerField(default=0)
+    searches_cached = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at"]
@@ -110,6 +119,7 @@ class Sentence(models.Model):
     position_in_context = models.PositiveIntegerField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     error = models.TextField(blank=True)
+    transient = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["index"]
@@ -126,6 +136,7 @@ class Claim(models.Model):
     query = models.TextField()
     status = models.CharField(max_length=16, choices=ClaimStatus.choices, default=ClaimStatus.PENDING)
     error = models.TextField(blank=True)
+    transient = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["sentence_id", "index"]
@@ -150,6 +161,7 @@ class Source(models.Model):
     type_decided_by = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     error = models.TextField(blank=True)
+    transient = models.BooleanField(default=True)
     # Found by web search, or given by the user (an uploaded file or a URL they listed).
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.WEB)
     # The publication date the page or PDF states, when it states one.
@@ -193,6 +205,7 @@ class Evidence(models.Model):
     rationale = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     error = models.TextField(blank=True)
+    transient = models.BooleanField(default=True)
     # The same text syndicated at another URL: this item is shown as "also at …" under the one
     # it duplicates and does not count again.
     duplicate_of = models.ForeignKey(

@@ -77,6 +77,9 @@ class RunSettings(Schema):
     top_k_passages: int = None
     context_size: int = None
     evidence: EvidenceMode = None
+    evidence_switched_from: EvidenceMode = Field(
+        None, description="the mode asked for when documents came with “web”: the run read them too (“both”)"
+    )
     blocked_domains: list[str] = Field(None, description="this run's own block list (subdomains included)")
     server_blocked_domains: list[str] = Field(None, description="BLOCKED_DOMAINS when the run was created")
     server_allowed_domains: list[str] = Field(
@@ -92,6 +95,11 @@ class LeftOut(Schema):
 class ProblemReason(Schema):
     reason: str
     count: Count
+    transient: bool = Field(
+        True,
+        description="whether a retry may end it otherwise (a timeout, HTTP 429 or 5xx, a connection error); "
+        "false for failures a retry would meet again (HTTP 403 or 404, not a web page, an unreadable PDF …)",
+    )
 
 
 class Problem(Schema):
@@ -139,6 +147,8 @@ class Usage(Schema):
     prompt_tokens: Count
     completion_tokens: Count
     searches: Count
+    llm_cached: Count = Field(0, description="model answers reused from earlier runs (the cache) instead of asked")
+    searches_cached: Count = Field(0, description="web searches reused from earlier runs (the cache) instead of sent")
 
 
 class EvidenceResult(Schema):
@@ -249,6 +259,13 @@ class VerificationResult(Schema):
     excluded_types: list[str]
     problems: list[Problem]
     retries: Count = Field(description="times its failed parts were queued again on request")
+    retried_at: Timestamp | None = Field(None, description="when its failed parts were last queued again")
+    retryable: Count = Field(
+        0, description="failed (or stranded) items a retry would queue again now: only transient failures count"
+    )
+    working_seconds: float | None = Field(
+        None, description="time the run was working: its first pass and each retry, not the time between them"
+    )
     resumes: Count = Field(description="times its stalled work was queued again by the sweeper")
     progress: Progress
     usage: Usage

@@ -29,7 +29,7 @@ from kombu.exceptions import OperationalError as BrokerError
 from factsite.celery import app, ensure_embedded_worker
 from verification import cpu, domain_lists, heartbeat, limits, providers, services
 from verification.cache import cache_key, lookup, remember, store
-from verification.documents import READ_AS, is_upload
+from verification.documents import is_upload
 from verification.models import (
     FINISHED,
     Claim,
@@ -94,8 +94,10 @@ class StepTask(DjangoTask):
             reason = (
                 str(exc) if isinstance(exc, StepError) else f"internal error while {self.doing} ({type(exc).__name__})"
             )
+            # An unexpected error may be a busy moment as well as a bug: a retry may pass.
+            transient = exc.transient if isinstance(exc, StepError) else True
             try:
-                self.give_up(*args, reason=reason)
+                self.give_up(*args, reason=reason, transient=transient)
             except ObjectDoesNotExist:
                 # The item's run was deleted (RUN_RETENTION_DAYS, `manage.py cleanup`) while the
                 # task waited in the queue: nothing is left to mark failed.
@@ -246,45 +248,46 @@ def _enqueue(plan: services.RetryPlan, *, ask_types_again: bool = False) -> None
 # --- fail-and-continue handlers, also used by StepTask.give_up
 
 
-def _fail_run(verification_id, *, reason: str) -> None:
-    services.verification_fail(verification_id, reason=reason)
+def _fail_run(verification_id, *, reason: str, transient: bool = True) -> None:
+    services.verification_fail(verification_id, reason=reason, transient=transient)
 
 
-def _fail_sentences(sentence_ids, *, reason: str) -> None:
+def _fail_sentences(sentence_ids, *, reason: str, transient: bool = True) -> None:
     for sentence_id in sentence_ids:
-        _fail_sentence(sentence_id, reason=reason)
+        _fail_sentence(sentence_id, reason=reason, transient=transient)
 
 
-def _fail_sentence(sentence_id, *, reason: str) -> None:
-    services.sentence_fail(sentence_id, reason=reason)
+def _fail_sentence(sentence_id, *, reason: str, transient: bool = True) -> None:
+    services.sentence_fail(sentence_id, reason=reason, transient=transient)
     _after_sentence(Sentence.objects.get(pk=sentence_id))
 
 
-def _fail_claim(claim_id, *, reason: str) -> None:
-    services.claim_fail(claim_id, reason=reason)
+def _fail_claim(claim_id, *, reason: str, transient: bool = True) -> None:
+    services.claim_fail(claim_id, reason=reason, transient=transient)
     _after_claim(Claim.objects.select_related("sentence").get(pk=claim_id))
 
 
-def _fail_source(source_id, *, reason: str) -> None:
-    services.source_fail(source_id, reason=reason)
+def _fail_source(source_id, *, reason: str, transient: bool = True) -> None:
+    services.source_fail(source_id, reason=reason, transient=transient)
     _read_waiting(source_id)
 
 
-def _fail_categorize(host, verification_id, *, reason: str) -> None:
-    _fail_categorize_hosts([host], verification_id, reason=reason)
+def _fail_categorize(host, verification_id, *, reason: str, transient: bool = True) -> None:
+    _fail_categorize_hosts([host], verification_id, reason=reason, transient=transient)
 
 
-def _fail_categorize_hosts(hosts, verification_id, *, reason: str) -> None:
+def _fail_categorize_hosts(hosts, verification_id, *, reason: str, transient: bool = True) -> None:
+    # A type asked again on a retry whatever the failure: the fallback ("other") is a guess.
     for host in hosts:
         _after_hosts_typed(services.host_category_answer(host, source_type="other", decided_by=f"fallback: {reason}"))
 
 
-def _fail_judging(claim_id, evidence_ids, *, reason: str) -> None:
-    _fail_evidence(evidence_ids, reason=reason)
+def _fail_judging(claim_id, evidence_ids, *, reason: str, transient: bool = True) -> None:
+    _fail_evidence(evidence_ids, reason=reason, transient=transient)
 
 
-def _fail_evidence(evidence_ids, *, reason: str) -> None:
-    services.evidence_fail(evidence_ids, reason=reason)
+def _fail_evidence(evidence_ids, *, reason: str, transient: bool = True) -> None:
+    services.evidence_fail(evidence_ids, reason=reason, transient=transient)
     for claim_id in sorted(set(Evidence.objects.filter(pk__in=evidence_ids).values_list("claim_id", flat=True))):
         _after_judging(claim_id)
 
@@ -329,7 +332,7 @@ def verification_start(verification_id: str) -> None:
         return
     sentences = services.sentences_save(verification=verification, segments=segment.segment(verification.text))
     if not sentences:
-        services.verification_fail(verification_id, reason="the text has no sentences to check")
+        services.verification_fail(verification_id, reason="the text has no sentences to check", transient=False)
     for chunk in _decompose_chunks(s for s in sentences if s.status not in FINISHED):
         send(sentences_decompose, chunk)
 
@@ -353,12 +356,17 @@ def sentences_decompose(sentence_ids: list[int]) -> None:
         for pk, s in segmented.items()
     }
     found = {pk: drafts for pk in keys if (drafts := lookup(keys[pk])) is not None}
+    services.usage_add(begun[0].verification_id, llm_cached=len(found))
     unknown = [sentence for sentence in begun if sentence.pk not in found]
     if unknown:
         try:
             answers = decompose.decompose_chunk(llm, [segmented[sentence.pk] for sentence in unknown])
         except StepError as error:
-            _fail_sentences([sentence.pk for sentence in unknown], reason=f"finding claims failed: {error}")
+            _fail_sentences(
+                [sentence.pk for sentence in unknown],
+                reason=f"finding claims failed: {error}",
+                transient=error.transient,
+            )
             answers = {}
         finally:
             services.usage_add(begun[0].verification_id, usage=llm.usage)
@@ -384,7 +392,8 @@ def _claims_save(sentence: Sentence, drafts: list) -> None:
     claims = services.claims_save(sentence=sentence, drafts=drafts, budget=budget)
     if claims is None:
         reason = f"skipped: this run's budget of {budget} claims (MAX_CLAIMS_PER_RUN) was spent"
-        return _fail_sentence(sentence.pk, reason=reason)
+        # A retry finds the budget as spent as now.
+        return _fail_sentence(sentence.pk, reason=reason, transient=False)
     if not claims and services.sentence_finish(sentence.pk, note="no checkable claim in this sentence"):
         _after_sentence(sentence)
     for claim in claims:
@@ -432,11 +441,13 @@ def _web_hits(claim: Claim) -> list | None:
     provider = providers.search_provider()
     key = cache_key("search", provider.endpoint, claim.query, top_k)
     hits = lookup(key)
-    if hits is None:
+    if hits is not None:
+        services.usage_add(verification.pk, searches_cached=1)
+    else:
         try:
             hits = search.search_claim(provider, claim.query, top_k)
         except StepError as error:
-            _fail_claim(claim.pk, reason=f"web search failed: {error}")
+            _fail_claim(claim.pk, reason=f"web search failed: {error}", transient=error.transient)
             return None
         finally:
             # Its own short write: the run's row is every task's counter, so no long lock on it.
@@ -468,7 +479,7 @@ def source_fetch(source_id: int) -> None:
             services.source_fetched(source, page=page)
         except StepError as error:
             page = None
-            services.source_fail(source_id, reason=str(error))
+            services.source_fail(source_id, reason=str(error), transient=error.transient)
     _read_waiting(source_id, page)
 
 
@@ -538,6 +549,7 @@ def _judge(verification: Verification, items: list[Evidence]) -> None:
     }
     known = {e.pk: lookup(keys[e.pk]) for e in items}
     services.judgements_save(replace(j, key=str(pk)) for pk, j in known.items() if j is not None)
+    services.usage_add(verification.pk, llm_cached=sum(j is not None for j in known.values()))
     unknown = [e for e in items if known[e.pk] is None]
     if not unknown:
         return
@@ -555,7 +567,7 @@ def _judge(verification: Verification, items: list[Evidence]) -> None:
     try:
         judgements = judge.judge_claims(llm, claims)
     except StepError as error:
-        services.evidence_fail([e.pk for e in unknown], reason=f"judging failed: {error}")
+        services.evidence_fail([e.pk for e in unknown], reason=f"judging failed: {error}", transient=error.transient)
         return
     finally:
         services.usage_add(verification.pk, usage=llm.usage)
@@ -637,7 +649,7 @@ def _refuse_final_host(source: Source, page: PageSentences) -> None:
     refusal = _domain_refusal(source)
     reason = refusal(page.final_url) if refusal and page.final_url != source.url else None
     if reason:
-        raise StepError(f"the page redirected to another site: {reason}")
+        raise StepError(f"the page redirected to another site: {reason}", transient=False)
 
 
 def _document(source: Source) -> FetchedDocument:
@@ -645,10 +657,9 @@ def _document(source: Source) -> FetchedDocument:
         return providers.page_fetcher().fetch(source.url, refuse=_domain_refusal(source))
     upload = Upload.objects.filter(source=source).first()
     if upload is None:
-        raise StepError("the uploaded file is no longer stored")
-    content_type = READ_AS.get(upload.content_type, upload.content_type)
+        raise StepError("the uploaded file is no longer stored", transient=False)
     # bytes(): PostgreSQL hands binary columns back as memoryview.
-    return FetchedDocument(source.url, source.url, content_type, None, bytes(upload.body))
+    return FetchedDocument(source.url, source.url, upload.content_type, None, bytes(upload.body))
 
 
 def _read_waiting(source_id: int, page: PageSentences | None = None) -> None:
@@ -665,13 +676,13 @@ def _read_results(source: Source, results: list[SearchResult], page: PageSentenc
         try:
             page = _page_sentences(source)
         except StepError as error:  # no longer in the cache, and the page is gone now
-            services.source_fail(source.pk, reason=str(error), was_read=True)
+            services.source_fail(source.pk, reason=str(error), transient=error.transient, was_read=True)
             source.status = Status.FAILED
     if source.status == Status.DONE:
         try:
             chosen = _choose(results, page, source.verification.settings)
         except StepError as error:
-            services.source_fail(source.pk, reason=str(error), was_read=True)
+            services.source_fail(source.pk, reason=str(error), transient=error.transient, was_read=True)
             source.status = Status.FAILED
     if source.status == Status.FAILED:
         reads = [(result, None) for result in results]
@@ -804,19 +815,20 @@ def _mark_duplicates(claim_id: int) -> None:
 
 
 def _finish_without_evidence(claim_id: int) -> None:
-    reason, failed = _no_evidence_reason(claim_id)
-    if services.claim_finish(claim_id, note=reason, failed=failed):
+    reason, failed, transient = _no_evidence_reason(claim_id)
+    if services.claim_finish(claim_id, note=reason, failed=failed, transient=transient):
         _after_claim(Claim.objects.select_related("sentence").get(pk=claim_id))
 
 
-def _no_evidence_reason(claim_id: int) -> tuple[str, bool]:
-    """Why a claim whose pages are all read has no evidence, and whether that is a failure
-    (every page failed) rather than a finding (the pages do not mention it)."""
+def _no_evidence_reason(claim_id: int) -> tuple[str, bool, bool]:
+    """Why a claim whose pages are all read has no evidence, whether that is a failure (every
+    page failed) rather than a finding (the pages do not mention it), and whether a retry may
+    read one of its pages."""
     failed = list(
         SearchResult.objects.filter(claim_id=claim_id, source__status=Status.FAILED).values_list(
-            "source__error", flat=True
+            "source__error", "source__transient"
         )
     )
     if failed and len(failed) == SearchResult.objects.filter(claim_id=claim_id).count():
-        return f"no page could be read: {failed[0]}", True
-    return "no passage on the pages found matched the claim", False
+        return f"no page could be read: {failed[0][0]}", True, any(transient for _, transient in failed)
+    return "no passage on the pages found matched the claim", False, True

@@ -6,6 +6,7 @@ app_name = "verification"
 urlpatterns = [
     path("", views.home, name="home"),
     path("about", views.about, name="about"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("v/<uuid:verification_id>", views.result, name="result"),
     path("v/<uuid:verification_id>.json", views.result_json, name="result_json"),
     path("v/<uuid:verification_id>/retry", views.retry, name="retry"),

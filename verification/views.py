@@ -7,7 +7,7 @@ import uuid
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, QueryDict
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseForbidden, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -83,9 +83,12 @@ def _initial_form(edited_from: Verification | None) -> VerificationForm:
 def _home(request, form, edited_from, status=200, limit_error="") -> HttpResponse:
     documents = selectors.documents_json(edited_from) if edited_from else []
     view = request.POST.get("view", "") if request.method == "POST" else request.GET.urlencode()
+    if form.is_bound:
+        form.describe_errors()
     context = {
         "edit_view": _carried_view(view) if edited_from else "",
         "form": form,
+        "error_summary": form.error_summary() if form.is_bound else [],
         "edited_from": edited_from,
         "limit_error": limit_error,
         "problems": providers.configuration_problems(form["model"].value() or None),
@@ -96,6 +99,14 @@ def _home(request, form, edited_from, status=200, limit_error="") -> HttpRespons
         "max_upload_mb": settings.MAX_UPLOAD_BYTES / 2**20,
     }
     return render(request, "verification/home.html", context, status=status)
+
+
+@require_GET
+def favicon(request: HttpRequest) -> FileResponse:
+    """Browsers ask /favicon.ico whatever the page links; a 404 there fills every log."""
+    response = FileResponse((settings.BASE_DIR / "static" / "favicon.ico").open("rb"), content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
 
 
 @require_GET

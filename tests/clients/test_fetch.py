@@ -2,6 +2,7 @@
 fetcher with allow_private=False must refuse all of them; the tests that need a page to load
 use allow_private=True."""
 
+import pickle
 import socket
 import threading
 import time
@@ -291,6 +292,43 @@ def test_it_reports_an_error_status(sites, path, status):
         fetcher().fetch(site.url + path)
 
     assert str(error.value) == f"the page answered HTTP {status}"
+
+
+@pytest.mark.parametrize(
+    ("status", "transient"),
+    [(403, False), (404, False), (410, False), (408, True), (429, True), (500, True), (503, True)],
+)
+def test_an_error_status_says_whether_a_retry_may_change_it(serve, status, transient):
+    url = serve(lambda handler: send(handler, status, b"<h1>No</h1>", "text/html"))
+
+    with pytest.raises(StepError) as error:
+        fetcher().fetch(url + "/page")
+
+    assert str(error.value) == f"the page answered HTTP {status}" and error.value.transient is transient
+
+
+def test_refusals_are_permanent_and_a_server_that_cannot_be_reached_is_transient(sites, serve):
+    site = sites({"/eiffel": ARTICLE})
+    picture = serve(lambda handler: send(handler, 200, b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "image/png"))
+    failures = {}
+    for name, call in {
+        "private": lambda: fetcher(allow_private=False).fetch(site.url + "/eiffel"),
+        "not a page": lambda: fetcher().fetch(picture + "/picture"),
+        "closed port": lambda: fetcher().fetch(f"http://127.0.0.1:{closed_port()}/"),
+    }.items():
+        with pytest.raises(StepError) as error:
+            call()
+        failures[name] = error.value.transient
+
+    assert failures == {"private": False, "not a page": False, "closed port": True}
+
+
+def test_a_step_error_keeps_its_kind_across_processes():
+    """Pages are read in the CPU pool's processes: the error comes back pickled."""
+    error = pickle.loads(pickle.dumps(StepError("the PDF has no text", transient=False)))
+
+    assert str(error) == "the PDF has no text" and error.transient is False
+    assert pickle.loads(pickle.dumps(StepError("timed out"))).transient is True
 
 
 @pytest.mark.parametrize("content_type", ["image/png", "application/octet-stream", "application/zip"])

@@ -154,6 +154,48 @@ def test_fetch_page_decodes_with_the_documents_charset():
     assert "Champ de Mars, près du café in Paris" in page.text
 
 
+MARKDOWN_NOTES = b"""# The **Eiffel** Tower
+
+It is *made* of [wrought iron](https://example.org/iron), not __steel__.
+It opened in 1889 \xe2\x80\x94 see `docs`.
+
+- **Height**: 330 m
+* Built by _Gustave Eiffel_'s company
+
+> Quoted: ![the tower at night](tower.png)
+
+| Year | Visitors |
+|------|----------|
+| 2023 | 6.3 million |
+
+```
+plain code line
+```
+
+1. First ~~crossed~~ item
+
+***
+"""
+
+
+def test_a_markdown_document_is_read_as_its_text_with_no_markup():
+    page = fetch_page(FakeFetcher(document(MARKDOWN_NOTES, content_type="text/markdown")), "u")
+
+    assert page.title == "The Eiffel Tower"
+    assert page.text.splitlines() == [
+        "The Eiffel Tower",
+        "It is made of wrought iron, not steel. It opened in 1889 \u2014 see docs.",
+        "Height: 330 m",
+        "Built by Gustave Eiffel's company",
+        "Quoted: the tower at night",
+        "Year Visitors",
+        "2023 6.3 million",
+        "plain code line",
+        "First crossed item",
+    ]
+    assert not set("#*_`[]|>~") & set(page.text)
+
+
 def test_fetch_page_reads_plain_text_as_it_is():
     body = (
         b"  The Eiffel Tower is in Paris.   It is <b>not</b> markup here.  \n\n\n"

@@ -12,6 +12,56 @@ def texts(text: str) -> list[str]:
     return [s.text for s in segment(text)]
 
 
+ERAS_AND_TITLES = [
+    ("The Colosseum opened in 80 A.D. under Titus. It held 50,000.", 2),
+    ("Rome was founded in 753 B.C. by Romulus, legend says. It grew.", 2),
+    ("In A.D. 79 Vesuvius erupted. Pompeii was buried.", 2),
+    ("The Pantheon was rebuilt c. 126 A.D. by Hadrian. It still stands.", 2),
+    ("The wall dates from 122 C.E. (under Hadrian). It is long.", 2),
+    ("Caesar was born in 100 B.C.E. in Rome. He died in 44 B.C.E. in the Senate.", 2),
+    ("Tools, e.g. Python, help. The U.S. Congress met. Dr. Smith spoke.", 3),
+    ("She worked as an R.N. for ten years. Then she retired.", 2),
+]
+
+
+@pytest.mark.parametrize(("text", "sentences"), ERAS_AND_TITLES)
+def test_eras_titles_and_initialisms_stay_inside_their_sentence(text, sentences):
+    found = texts(text)
+
+    assert len(found) == sentences, found
+    assert all(len(sentence.split()) > 1 for sentence in found), found  # no "A.D." or "c." on its own
+
+
+@pytest.fixture
+def nltk_data(monkeypatch):
+    """Stands in for NLTK's downloaded data: `present` hands out a Punkt model that splits at
+    every period (as a differently trained one might), `absent` raises as on a fresh machine."""
+    from nltk import data
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+    def present(resource, *args, **kwargs):
+        return PunktSentenceTokenizer(PunktParameters())
+
+    def absent(resource, *args, **kwargs):
+        raise LookupError(f"Resource {resource} not found.")
+
+    def use(kind):
+        monkeypatch.setattr(data, "load", present if kind == "present" else absent)
+        monkeypatch.setattr(data, "find", present if kind == "present" else absent)
+
+    return use
+
+
+def test_segmentation_is_the_same_with_or_without_nltk_data(nltk_data):
+    text = "\n\n".join(t for t, _ in ERAS_AND_TITLES)
+    nltk_data("absent")
+    without = [(s.start, s.end) for s in segment(text)]
+    nltk_data("present")
+    with_data = [(s.start, s.end) for s in segment(text)]
+
+    assert with_data == without and len(without) == sum(n for _, n in ERAS_AND_TITLES)
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -21,9 +21,12 @@ from verification.pipeline.types import FetchedDocument, StepError
 
 USER_AGENT = "Mozilla/5.0 (compatible; factsite/0.1; fact verification of AI-written text)"
 PDF = "application/pdf"
-ACCEPTED_TYPES = ("text/html", "application/xhtml+xml", "text/plain", PDF)
+# text/markdown is read as Markdown (extract.read_markdown), not shown with its markup.
+ACCEPTED_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "text/markdown", PDF)
 ACCEPT_HEADER = "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8"
 MAX_REDIRECTS = 5
+# Client errors that say "not now" rather than "never": a retry may be answered (with 5xx).
+TRANSIENT_STATUSES = frozenset({408, 425, 429})
 # Where a PDF's header may start (its specification allows a little junk before it).
 PDF_HEADER_WITHIN = 1024
 
@@ -140,22 +143,24 @@ class PageFetcher:
             ) as response:
                 return self._read(url, response)
         except requests.exceptions.InvalidSchema as error:
-            raise StepError("only http and https pages are fetched") from error
+            raise StepError("only http and https pages are fetched", transient=False) from error
         except requests.exceptions.TooManyRedirects as error:
-            raise StepError(f"the page redirected more than {MAX_REDIRECTS} times") from error
+            raise StepError(f"the page redirected more than {MAX_REDIRECTS} times", transient=False) from error
         except requests.exceptions.Timeout as error:
             raise StepError(f"the page did not answer within {self.timeout:g} s") from error
         except requests.exceptions.ConnectionError as error:
             # A read timeout while streaming the body arrives as a ConnectionError.
             if error.args and isinstance(error.args[0], ReadTimeoutError):
                 raise StepError(f"the page did not answer within {self.timeout:g} s") from error
-            raise StepError(_connection_reason(error)) from error
+            reason, transient = _connection_reason(error)
+            raise StepError(reason, transient=transient) from error
         except requests.RequestException as error:
             raise StepError(f"the page could not be fetched ({type(error).__name__})") from error
 
     def _read(self, url: str, response: requests.Response) -> FetchedDocument:
         if response.status_code >= 400:
-            raise StepError(f"the page answered HTTP {response.status_code}")
+            status = response.status_code
+            raise StepError(f"the page answered HTTP {status}", transient=status in TRANSIENT_STATUSES or status >= 500)
         content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         charset = requests.utils.get_encoding_from_headers(response.headers)
         if charset == "ISO-8859-1" and "charset" not in response.headers.get("Content-Type", "").lower():
@@ -167,7 +172,7 @@ class PageFetcher:
         if b"%PDF-" in body[:PDF_HEADER_WITHIN]:
             content_type = PDF
         if content_type and content_type not in ACCEPTED_TYPES:
-            raise StepError(f"not a web page ({content_type})")
+            raise StepError(f"not a web page ({content_type})", transient=False)
         if content_type == PDF:
             self._read_whole(body, chunks, response)
         else:
@@ -185,7 +190,7 @@ class PageFetcher:
         del body[self.max_bytes :]
 
     def _read_whole(self, body: bytearray, chunks: Iterator[bytes], response: requests.Response) -> None:
-        too_large = StepError(f"the PDF is larger than {_megabytes(self.max_pdf_bytes)}")
+        too_large = StepError(f"the PDF is larger than {_megabytes(self.max_pdf_bytes)}", transient=False)
         if _declared_length(response) > self.max_pdf_bytes:
             raise too_large  # said up front: nothing more is downloaded
         deadline = time.monotonic() + 3 * self.timeout
@@ -220,15 +225,16 @@ def _redirect_guard(refuse: Callable[[str], str | None]):
             reason = refuse(target)
             if reason:
                 response.close()
-                raise StepError(f"the page redirected to another site: {reason}")
+                raise StepError(f"the page redirected to another site: {reason}", transient=False)
         return response
 
     return check
 
 
-def _connection_reason(error: requests.exceptions.ConnectionError) -> str:
+def _connection_reason(error: requests.exceptions.ConnectionError) -> tuple[str, bool]:
+    """The reason, and whether it is transient: a refused address stays refused."""
     # requests wraps urllib3's MaxRetryError, whose `reason` is the connection's own error.
     reason = getattr(error.args[0], "reason", None) if error.args else None
     if isinstance(reason, PrivateAddressError):
-        return reason.message
-    return "could not connect to the page's server"
+        return reason.message, False
+    return "could not connect to the page's server", True

@@ -1,13 +1,17 @@
 """A fetched document → its title, main text (one block — paragraph, list item, heading — a
 line) and publication date. Web pages by trafilatura, PDFs by pypdf (pdf.py)."""
 
+import functools
 import re
 from datetime import date
 from typing import NamedTuple
 
+import lxml.etree
+import lxml.html
 import trafilatura
 from charset_normalizer import from_bytes
 from lxml.html import HtmlElement
+from markdown_it import MarkdownIt
 
 from . import html_meta, pdf
 from .types import FetchedDocument, Fetcher, Page, StepError
@@ -41,12 +45,68 @@ def read_document(document: FetchedDocument, *, pdf_max_pages: int = PDF_MAX_PAG
     text = decode(document.body, document.charset)
     if document.content_type == "text/plain":
         return _page(document, HtmlReading(title="", text=text, published=None))
+    if document.content_type == "text/markdown":
+        return _page(document, read_markdown(text))
     return _page(document, read_html(text))
+
+
+def read_markdown(markdown: str) -> HtmlReading:
+    """A Markdown document as the text a reader sees: one block (heading, paragraph, list item,
+    quote, table row, code block) a line, its words kept and its markup gone — passages are
+    shown and judged as text, and a `#` or `**` in them is noise to both. The first heading is
+    its title."""
+    title, lines = "", []
+    tokens = _markdown_parser().parse(markdown)
+    for index, token in enumerate(tokens):
+        if token.type == "inline":
+            line = _inline_text(token.children or [])
+            if not title and index and tokens[index - 1].type == "heading_open":
+                title = line
+            # Table cells of a row share one line, as the HTML reader keeps them.
+            cell = index and tokens[index - 1].type in ("th_open", "td_open")
+            if cell and lines and not tokens[index - 2].type.startswith("tr_"):
+                lines[-1] += " " + line
+            else:
+                lines.append(line)
+        elif token.type in ("fence", "code_block"):
+            lines.extend(token.content.splitlines())
+        elif token.type == "html_block":
+            lines.append(_html_fragment_text(token.content))
+    return HtmlReading(title=title, text="\n".join(lines), published=None)
+
+
+@functools.cache
+def _markdown_parser():
+    # CommonMark with GitHub's tables and strikethrough, the Markdown people write.
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def _inline_text(children) -> str:
+    parts = []
+    for child in children:
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+        elif child.type == "image":
+            parts.append(_inline_text(child.children or []))  # its alt text
+        elif child.type == "softbreak":
+            parts.append(" ")
+        elif child.type == "hardbreak":
+            parts.append("\n")
+        elif child.type == "html_inline":
+            continue  # a tag; the words around it are text tokens
+    return "".join(parts)
+
+
+def _html_fragment_text(html: str) -> str:
+    try:
+        return lxml.html.fragment_fromstring(html, create_parent="div").text_content()
+    except (ValueError, lxml.etree.ParserError):
+        return ""
 
 
 def read_html(html: str) -> HtmlReading:
     if not html.strip():
-        raise StepError("the page is empty")
+        raise StepError("the page is empty", transient=False)
     tree = _parse(html)
     # Title and date first: the extractor prunes the tree it is given.
     title, published = html_meta.page_title(tree), html_meta.published_date(tree)
@@ -63,7 +123,7 @@ def _page(document: FetchedDocument, reading: HtmlReading) -> Page:
     is evidence too."""
     text = _tidy(reading.text)
     if not any(character.isalnum() for character in text):
-        raise StepError("the page has no readable text")
+        raise StepError("the page has no readable text", transient=False)
     return Page(
         url=document.url,
         final_url=document.final_url,
@@ -112,9 +172,9 @@ def _parse(html: str) -> HtmlElement:
     try:
         tree = trafilatura.load_html(html)
     except Exception as error:  # lxml raises on some broken markup
-        raise StepError(f"the page could not be parsed ({type(error).__name__})") from error
+        raise StepError(f"the page could not be parsed ({type(error).__name__})", transient=False) from error
     if tree is None:
-        raise StepError("the page could not be parsed")
+        raise StepError("the page could not be parsed", transient=False)
     return tree
 
 
@@ -128,7 +188,7 @@ def extract_main_text(tree: HtmlElement) -> str:
             tree, include_comments=False, include_tables=True, favor_recall=True, with_metadata=False
         )
     except Exception as error:  # the extractor trips on some broken markup
-        raise StepError(f"the page could not be parsed ({type(error).__name__})") from error
+        raise StepError(f"the page could not be parsed ({type(error).__name__})", transient=False) from error
     if extracted is None or extracted.body is None:
         return ""
     return _block_text(extracted.body)

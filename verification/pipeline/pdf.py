@@ -33,16 +33,17 @@ def read_pdf(document: FetchedDocument, *, max_pages: int) -> Page:
     try:
         printed, oversized = _printed_pages(reader, max_pages)
     except Exception as error:  # pypdf raises many kinds of errors on damaged streams
-        raise StepError(f"the PDF could not be read ({_describe(error)})") from error
+        raise StepError(f"the PDF could not be read ({_describe(error)})", transient=False) from error
     text = "\n".join(paragraph for page in printed for paragraph in paragraphs(page))
     if not any(character.isalnum() for character in text):
         if oversized:
             raise StepError(
                 f"the PDF's pages are too large to read ({oversized} of them hold over "
                 f"{MAX_PAGE_CONTENT_BYTES // 1_000_000} MB of drawing instructions each, or the document over "
-                f"{MAX_DOCUMENT_CONTENT_BYTES // 1_000_000} MB in all)"
+                f"{MAX_DOCUMENT_CONTENT_BYTES // 1_000_000} MB in all)",
+                transient=False,
             )
-        raise StepError("the PDF has no text (a scanned document?)")
+        raise StepError("the PDF has no text (a scanned document?)", transient=False)
     return Page(
         url=document.url,
         final_url=document.final_url,
@@ -80,12 +81,12 @@ def _open(body: bytes) -> PdfReader:
         # Many PDFs are encrypted with an empty user password only to forbid copying or printing:
         # they open for reading, as in any viewer.
         if reader.is_encrypted and not reader.decrypt(""):
-            raise StepError("the PDF is protected by a password")
+            raise StepError("the PDF is protected by a password", transient=False)
         len(reader.pages)  # the page tree is read lazily; a broken one fails here, not later
     except StepError:
         raise
     except Exception as error:  # truncated files, bad cross-references, unsupported encryption
-        raise StepError(f"the PDF could not be read ({_describe(error)})") from error
+        raise StepError(f"the PDF could not be read ({_describe(error)})", transient=False) from error
     return reader
 
 

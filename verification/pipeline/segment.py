@@ -22,6 +22,8 @@ ABBREVIATIONS = frozenset(
     ch chap sec fig figs eq eqs ref refs ed eds al etc vs cf viz ca ph pp p para
     jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun
     u.s u.s.a u.k u.n e.u e.g i.e a.m p.m b.c a.d ph.d m.d b.a m.a b.sc m.sc d.c n.y l.a
+    b.c.e c.e c fl a.k.a n.d j.d r.n m.s ll.b d.d.s esq atty supt maj brig cpl pvt messrs
+    intl natl assoc hwy tues thurs sq wk
     mg kg km cm mm ml oz lb lbs hr hrs min sec yr yrs
     """.split()
 )
@@ -51,6 +53,9 @@ _QUOTATIVE = ("と", "って")
 _GLUED = re.compile(rf"(?<=[a-z0-9][.!?])(?=[A-Z])|(?<=[a-z][.!?])(?=[{_CJK}])")
 # ASCII, as every abbreviation is: in "例如e.g.中文" the word is "e.g", not "例如e.g".
 _WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$", re.ASCII)
+# "R.N.", "B.C.E.", "A. D.": letters each followed by a period, at the end of a span.
+_INITIALISM_END = re.compile(r"(?<![\w.])(?:[A-Za-z]\. ?){1,}[A-Za-z]\.$")
+_CONTINUES = re.compile(r"[a-z0-9(\[,;:]")
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+]|#{1,6})\s*$")
 
 
@@ -71,7 +76,8 @@ def split_sentences(text: str, offset: int = 0) -> list[Span]:
         for start, end in _punkt_spans(line):
             for piece_start, piece_end in _split_glued(line, start, end):
                 spans.extend(_cut_long(line, piece_start, piece_end, offset + line_start))
-    return _attach_stray_punctuation(_merge_list_markers(spans, text, offset), text, offset)
+    spans = _attach_stray_punctuation(_merge_list_markers(spans, text, offset), text, offset)
+    return _rejoin_initialisms(spans, text, offset)
 
 
 def segment(text: str) -> list[SegmentedSentence]:
@@ -185,6 +191,26 @@ def _attach_stray_punctuation(spans: list[Span], text: str, offset: int) -> list
         else:
             attached.append(span)
     return attached
+
+
+def _rejoin_initialisms(spans: list[Span], text: str, offset: int) -> list[Span]:
+    """Initialisms the list does not know ("R.N.", "A. D.") end no sentence when what follows
+    cannot start one (a lowercase word, a number, a bracket): Punkt, untrained, cuts after
+    any of them. Before a capital it stays cut, as the text gives no other sign."""
+    joined: list[Span] = []
+    for span in spans:
+        if (
+            joined
+            and _INITIALISM_END.search(joined[-1].text)
+            and _CONTINUES.match(span.text)
+            and "\n" not in text[joined[-1].end - offset : span.start - offset]
+        ):
+            previous = joined[-1]
+            span = Span(text[previous.start - offset : span.end - offset], previous.start, span.end)
+            joined[-1] = span
+        else:
+            joined.append(span)
+    return joined
 
 
 def _has_words(text: str) -> bool:

@@ -11,7 +11,21 @@ T = TypeVar("T")
 
 class StepError(Exception):
     """An outside failure a person can read: the item that hit it is marked failed with
-    `str(error)` as its reason and the run goes on."""
+    `str(error)` as its reason and the run goes on.
+
+    `transient`: whether trying again may end otherwise (a timeout, a busy or failing server).
+    Only the raiser knows the cause, so it says when a retry would meet the same answer (HTTP 403
+    or 404, not a web page, an unreadable PDF, a refused address); "Retry failed parts" then
+    leaves the item alone. Unknown causes stay transient: a useless retry costs less than a
+    failure nobody may retry."""
+
+    def __init__(self, message: str, *, transient: bool = True) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+    def __reduce__(self):
+        # Raised in the CPU pool's processes: the flag must survive pickling back.
+        return (type(self), (str(self),), {"transient": self.transient})
 
 
 class SourceType(StrEnum):

@@ -84,36 +84,42 @@ PROBLEM_STEPS = {
 
 def verification_problems(verification: Verification) -> list[dict]:
     """Failed items grouped by step: how many, and each readable reason with its count."""
-    return once_finished(verification, "problems", lambda: _problems(verification))
+    # "problems-2": entries cached before reasons said whether they are transient are not read.
+    return once_finished(verification, "problems-2", lambda: _problems(verification))
 
 
 def _problems(verification: Verification) -> list[dict]:
+    """Each reason with whether a retry may change it (`transient`): the page says which
+    failures "Retry failed parts" will not change."""
     run_reasons = []
-    if verification.status == Status.FAILED and not verification.error.startswith("no evidence could be judged"):
-        run_reasons = [verification.error]
+    if verification.status == Status.FAILED and not verification.error.startswith(services.NO_EVIDENCE_JUDGED):
+        run_reasons = [(verification.error, verification.transient)]
     failed_claims = (
         Claim.objects.filter(sentence__verification=verification, status=ClaimStatus.FAILED)
         .annotate(
             results=Count("search_results"),
             failed_results=Count("search_results", filter=Q(search_results__status=Status.FAILED)),
         )
-        .values_list("error", "results", "failed_results")
+        .values_list("error", "transient", "results", "failed_results")
     )
     reasons = {
         "run": run_reasons,
         "decompose": list(
-            Sentence.objects.filter(verification=verification, status=Status.FAILED).values_list("error", flat=True)
+            Sentence.objects.filter(verification=verification, status=Status.FAILED).values_list("error", "transient")
         ),
         # A claim whose every page failed is told under "reading pages", once per page.
-        "search": [error for error, results, failed in failed_claims if not results or failed < results],
-        "fetch": list(verification.sources.filter(status=Status.FAILED).values_list("error", flat=True)),
+        "search": [
+            (error, transient) for error, transient, results, failed in failed_claims if not results or failed < results
+        ],
+        "fetch": list(verification.sources.filter(status=Status.FAILED).values_list("error", "transient")),
         "judge": list(
             Evidence.objects.filter(claim__sentence__verification=verification, status=Status.FAILED).values_list(
-                "error", flat=True
+                "error", "transient"
             )
         ),
+        # The fallback type is a guess: asked again on every retry.
         "categorize": [
-            decided.removeprefix("fallback: ")
+            (decided.removeprefix("fallback: "), True)
             for decided in verification.sources.filter(type_decided_by__startswith="fallback").values_list(
                 "type_decided_by", flat=True
             )
@@ -124,7 +130,10 @@ def _problems(verification: Verification) -> list[dict]:
             "step": step,
             "label": PROBLEM_STEPS[step],
             "count": len(found),
-            "reasons": [{"reason": reason, "count": n} for reason, n in Counter(found).most_common()],
+            "reasons": [
+                {"reason": reason, "count": n, "transient": transient}
+                for (reason, transient), n in Counter(found).most_common()
+            ],
         }
         for step, found in reasons.items()
         if found

@@ -3,7 +3,7 @@ and cached for finished runs."""
 
 import logging
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import NamedTuple
 
@@ -133,20 +133,26 @@ def verdicts(scores: Scores, claims: list[ClaimRecord], sentences: list, *, noun
     # A sentence's evidence comes from several claims' searches: "sources", unless all are documents.
     sentence_noun = "document" if noun == "document" else "source"
     by_claim, by_sentence = {}, defaultdict(list)
+    told_by_claims: dict[int, int] = defaultdict(int)
     for claim in claims:
         tally = scores.claim(claim.id)
         finished = claim.status in (ClaimStatus.DONE, ClaimStatus.FAILED)
         result = outcome(tally, finished=finished, failed=claim.status == ClaimStatus.FAILED)
         by_claim[claim.id] = (result, explain(tally, result, reason=claim.error, noun=noun))
         by_sentence[claim.sentence_index].append(by_claim[claim.id])
+        if result == "failed":
+            told_by_claims[claim.sentence_index] += tally.failed
     by_sentence_result = {}
     for sentence in sentences:
         tally = scores.sentence(sentence.index)
         claim_results = by_sentence[sentence.index]
         outcomes, notes = [o for o, _ in claim_results], [n for _, n in claim_results]
         result = sentence_outcome(tally, status=sentence.status, claim_outcomes=outcomes)
+        # A failed claim's items are told once, in "N claims could not be checked (why)", not
+        # again as the sentence's unjudged items.
+        untold = replace(tally, failed=tally.failed - told_by_claims[sentence.index])
         note = explain_sentence(
-            tally, result, error=sentence.error, claim_outcomes=outcomes, claim_notes=notes, noun=sentence_noun
+            untold, result, error=sentence.error, claim_outcomes=outcomes, claim_notes=notes, noun=sentence_noun
         )
         by_sentence_result[sentence.index] = (result, note)
     return Verdicts(claims=by_claim, sentences=by_sentence_result)

@@ -5,6 +5,7 @@ from collections import Counter, defaultdict
 from verification import services
 from verification.documents import DocumentDraft
 from verification.models import (
+    FINISHED,
     Claim,
     Evidence,
     Origin,
@@ -62,6 +63,9 @@ def verification_result(verification: Verification, state: ViewState | None = No
         "excluded_types": sorted(state.excluded_types),
         "problems": verification_problems(verification),
         "retries": verification.retries,
+        "retried_at": verification.retried_at.isoformat() if verification.retried_at else None,
+        "retryable": retryable(verification),
+        "working_seconds": services.working_seconds(verification),
         "resumes": verification.resumes,
         "progress": verification_progress(verification),
         "usage": {
@@ -69,6 +73,8 @@ def verification_result(verification: Verification, state: ViewState | None = No
             "prompt_tokens": verification.prompt_tokens,
             "completion_tokens": verification.completion_tokens,
             "searches": verification.searches,
+            "llm_cached": verification.llm_cached,
+            "searches_cached": verification.searches_cached,
         },
         "sentences": [
             _sentence_json(s, scores, found, claims_by_sentence[s.pk], evidence_by_claim, state) for s in sentences
@@ -76,6 +82,13 @@ def verification_result(verification: Verification, state: ViewState | None = No
         "documents": documents_json(verification),
         "sources": [_source_json(s, found_by[s.pk]) for s in verification.sources.order_by("pk")],
     }
+
+
+def retryable(verification: Verification) -> int:
+    """What "Retry failed parts" would queue again: nothing while the run is going on."""
+    if verification.status not in FINISHED:
+        return 0
+    return services.verification_retryable(verification.pk)
 
 
 def evidence_mode(verification: Verification) -> str:

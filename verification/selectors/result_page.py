@@ -7,9 +7,9 @@ from typing import NamedTuple
 from django.conf import settings
 from django.db.models import Prefetch
 
-from verification import domain_lists
+from verification import domain_lists, services
 from verification.clients.search import PROVIDER_LABELS
-from verification.documents import EVIDENCE_MODES, is_upload
+from verification.documents import EVIDENCE_MODES, EVIDENCE_SWITCHED_FROM, is_upload
 from verification.models import (
     FINISHED,
     Claim,
@@ -44,7 +44,7 @@ from verification.selectors.records import (
     verdicts,
     with_search_provider,
 )
-from verification.selectors.result_json import documents_json, domains_left_out, evidence_mode
+from verification.selectors.result_json import documents_json, domains_left_out, evidence_mode, retryable
 from verification.viewstate import ViewState
 
 
@@ -81,6 +81,7 @@ def result_page(verification: Verification, state: ViewState) -> dict:
     problems = verification_problems(verification)
     # Sentences are counted in sources (several claims' searches), unless all are documents.
     sentence_noun = "document" if noun == "document" else "source"
+    retry_items = retryable(verification)
     return {
         "verification": verification,
         "state": state,
@@ -113,10 +114,14 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         "progress": None if finished else verification_progress(verification),
         "finished": finished,
         "problems": problems,
+        # The banner's headline; the failures behind "no evidence could be judged" are listed
+        # under it, so it does not say the first of them twice.
+        "failure": services.NO_EVIDENCE_JUDGED
+        if verification.error.startswith(services.NO_EVIDENCE_JUDGED) and problems
+        else verification.error,
         "problem_count": sum(p["count"] for p in problems),
-        "can_retry": finished
-        and verification.status != Status.CANCELLED
-        and bool(problems or verification.status == Status.FAILED),
+        "lasting_count": sum(r["count"] for p in problems for r in p["reasons"] if not r["transient"]),
+        "can_retry": finished and verification.status != Status.CANCELLED and retry_items > 0,
         "run_facts": _run_facts(verification),
         "checkable": any(result not in ("no_claim",) for result, _ in found.sentences.values()),
     }
@@ -184,7 +189,6 @@ def _domain_facts(verification: Verification) -> dict:
 
 def _run_facts(verification: Verification) -> dict:
     run_settings = verification.settings
-    end = verification.finished_at
     return {
         "model": run_settings.get("model"),
         "retrieval_mode": run_settings.get("retrieval_mode"),
@@ -193,13 +197,18 @@ def _run_facts(verification: Verification) -> dict:
         "context_size": run_settings.get("context_size"),
         "domains": _domain_facts(verification),
         "evidence": dict(EVIDENCE_MODES).get(evidence_mode(verification), ""),
+        # The mode the person chose, when the documents they gave made the run read them too.
+        "evidence_chosen": dict(EVIDENCE_MODES).get(run_settings.get(EVIDENCE_SWITCHED_FROM, ""), "").split(":")[0],
         "documents": documents_json(verification),
         "created_at": verification.created_at,
-        "seconds": (end - verification.created_at).total_seconds() if end else None,
+        "seconds": services.working_seconds(verification),
         "llm_calls": verification.llm_calls,
+        "llm_cached": verification.llm_cached,
         "tokens": verification.prompt_tokens + verification.completion_tokens,
         "searches": verification.searches,
+        "searches_cached": verification.searches_cached,
         "retries": verification.retries,
+        "retried_at": verification.retried_at,
         "resumes": verification.resumes,
     }
 

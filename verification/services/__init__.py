@@ -41,6 +41,7 @@ from verification.services.rows import (
     transition,
 )
 from verification.services.runs import (
+    NO_EVIDENCE_JUDGED,
     UNFINISHED,
     RetryPlan,
     first_failure,
@@ -58,10 +59,12 @@ from verification.services.runs import (
     verification_needs_record,
     verification_resume_plan,
     verification_retry,
+    verification_retryable,
     verification_take,
     verifications_delete_older_than,
     verifications_stalled,
     verifications_touch,
+    working_seconds,
 )
 from verification.services.spending import (
     spending_add,
@@ -123,7 +126,10 @@ __all__ = [
     "progress_record",
     "RetryPlan",
     "UNFINISHED",
+    "NO_EVIDENCE_JUDGED",
     "verification_retry",
+    "verification_retryable",
+    "working_seconds",
     "verification_resume_plan",
     "verifications_delete_older_than",
     "documents_save",

@@ -61,8 +61,10 @@ def sentence_begin(sentence: Sentence) -> bool:
     return Sentence.objects.filter(pk=sentence.pk).exclude(status__in=FINISHED).update(status=Status.RUNNING) == 1
 
 
-def sentence_fail(sentence_id: int, *, reason: str) -> None:
-    Sentence.objects.filter(pk=sentence_id).exclude(status__in=FINISHED).update(status=Status.FAILED, error=reason)
+def sentence_fail(sentence_id: int, *, reason: str, transient: bool = True) -> None:
+    Sentence.objects.filter(pk=sentence_id).exclude(status__in=FINISHED).update(
+        status=Status.FAILED, error=reason, transient=transient
+    )
 
 
 def claims_save(*, sentence: Sentence, drafts: Sequence[ClaimDraft], budget: int = 0) -> list[Claim] | None:
@@ -99,9 +101,9 @@ def claim_begin_search(claim: Claim) -> bool:
     return Claim.objects.filter(unsearched, pk=claim.pk).update(status=ClaimStatus.SEARCHING) == 1
 
 
-def claim_fail(claim_id: int, *, reason: str) -> None:
+def claim_fail(claim_id: int, *, reason: str, transient: bool = True) -> None:
     Claim.objects.filter(pk=claim_id).exclude(status__in=[ClaimStatus.DONE, ClaimStatus.FAILED]).update(
-        status=ClaimStatus.FAILED, error=reason
+        status=ClaimStatus.FAILED, error=reason, transient=transient
     )
 
 
@@ -181,13 +183,13 @@ def source_fetched(source: Source, *, page: PageSentences) -> None:
     )
 
 
-def source_fail(source_id: int, *, reason: str, was_read: bool = False) -> None:
+def source_fail(source_id: int, *, reason: str, transient: bool = True, was_read: bool = False) -> None:
     """`was_read`: a page fetched earlier that cannot be read again (gone from the cache and
     from the web) fails too."""
     sources = Source.objects.filter(pk=source_id)
     if not was_read:
         sources = sources.exclude(status__in=FINISHED)
-    sources.update(status=Status.FAILED, error=reason)
+    sources.update(status=Status.FAILED, error=reason, transient=transient)
 
 
 @transaction.atomic
@@ -233,7 +235,7 @@ def judgements_save(judgements: Iterable[Judgement]) -> None:
         changes = (
             {"status": Status.DONE, "verdict": judgement.verdict, "rationale": judgement.rationale}
             if judgement.verdict
-            else {"status": Status.FAILED, "error": judgement.error}
+            else {"status": Status.FAILED, "error": judgement.error, "transient": True}
         )
         Evidence.objects.filter(pk=int(judgement.key), status=Status.PENDING).update(**changes)
         judged.append(int(judgement.key))
@@ -241,9 +243,11 @@ def judgements_save(judgements: Iterable[Judgement]) -> None:
 
 
 @transaction.atomic
-def evidence_fail(evidence_ids: Iterable[int], *, reason: str) -> None:
+def evidence_fail(evidence_ids: Iterable[int], *, reason: str, transient: bool = True) -> None:
     evidence_ids = list(evidence_ids)
-    Evidence.objects.filter(pk__in=evidence_ids, status=Status.PENDING).update(status=Status.FAILED, error=reason)
+    Evidence.objects.filter(pk__in=evidence_ids, status=Status.PENDING).update(
+        status=Status.FAILED, error=reason, transient=transient
+    )
     _duplicates_follow(evidence_ids)
 
 
@@ -265,7 +269,11 @@ def _duplicates_follow(evidence_ids: Iterable[int]) -> None:
     originals = Evidence.objects.filter(pk__in=list(evidence_ids), status__in=FINISHED, duplicates__isnull=False)
     for original in originals.distinct():
         original.duplicates.filter(status=Status.PENDING).update(
-            status=original.status, verdict=original.verdict, rationale=original.rationale, error=original.error
+            status=original.status,
+            verdict=original.verdict,
+            rationale=original.rationale,
+            error=original.error,
+            transient=original.transient,
         )
 
 
@@ -280,9 +288,10 @@ def claim_left_out_record(*, claim: Claim, counts: dict[str, int]) -> None:
     Verification.objects.filter(pk=run.pk).update(settings={**run.settings, LEFT_OUT_KEY: left_out})
 
 
-def claim_finish(claim_id: int, *, note: str = "", failed: bool = False) -> bool:
+def claim_finish(claim_id: int, *, note: str = "", failed: bool = False, transient: bool = True) -> bool:
     """Judging → done once no evidence is left to judge (or straight from reading, with `note`,
-    when there was nothing to judge; `failed` when that was because every page failed)."""
+    when there was nothing to judge; `failed` when that was because every page failed, and
+    `transient` when a retry may read one of them)."""
     if Evidence.objects.filter(claim_id=claim_id, status=Status.PENDING).exists():
         return False
     if SearchResult.objects.filter(claim_id=claim_id).exclude(status__in=FINISHED).exists():
@@ -291,6 +300,7 @@ def claim_finish(claim_id: int, *, note: str = "", failed: bool = False) -> bool
         Claim.objects.filter(pk=claim_id, status__in=[ClaimStatus.READING, ClaimStatus.JUDGING]),
         to=ClaimStatus.FAILED if failed else ClaimStatus.DONE,
         error=note,
+        transient=transient,
     )
 
 

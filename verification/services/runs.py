@@ -51,9 +51,9 @@ def verification_begin(verification: Verification) -> bool:
     return transition(Verification.objects.filter(pk=verification.pk, status=Status.PENDING), to=Status.RUNNING)
 
 
-def verification_fail(verification_id, *, reason: str) -> None:
+def verification_fail(verification_id, *, reason: str, transient: bool = True) -> None:
     Verification.objects.filter(pk=verification_id).exclude(status__in=FINISHED).update(
-        status=Status.FAILED, error=reason, finished_at=timezone.now()
+        status=Status.FAILED, error=reason, transient=transient, finished_at=timezone.now()
     )
 
 
@@ -135,7 +135,15 @@ def verification_claim_sweep(verification_id, *, silent_for: timedelta, owner: s
     )
 
 
-def usage_add(verification_id, *, usage: LLMUsage | None = None, searches: int = 0) -> None:
+def usage_add(
+    verification_id,
+    *,
+    usage: LLMUsage | None = None,
+    searches: int = 0,
+    llm_cached: int = 0,
+    searches_cached: int = 0,
+) -> None:
+    """What a step spent, and the answers it took from the cross-run cache instead."""
     changes = {}
     if usage and usage.calls:
         changes.update(
@@ -145,8 +153,16 @@ def usage_add(verification_id, *, usage: LLMUsage | None = None, searches: int =
         )
     if searches:
         changes["searches"] = F("searches") + searches
+    if llm_cached:
+        changes["llm_cached"] = F("llm_cached") + llm_cached
+    if searches_cached:
+        changes["searches_cached"] = F("searches_cached") + searches_cached
     if changes:
         Verification.objects.filter(pk=verification_id).update(**changes)
+
+
+# How a run whose failures left nothing judged fails; its problems list says which failures.
+NO_EVIDENCE_JUDGED = "no evidence could be judged"
 
 
 def verification_finish(verification_id) -> bool:
@@ -161,13 +177,31 @@ def verification_finish(verification_id) -> bool:
     if not judged.exists():
         failure = first_failure(verification_id)
         if failure:
-            status, error = Status.FAILED, f"no evidence could be judged: {failure}"
+            status, error = Status.FAILED, f"{NO_EVIDENCE_JUDGED}: {failure}"
     return transition(
         Verification.objects.filter(pk=verification_id, status=Status.RUNNING),
         to=status,
         error=error,
         finished_at=timezone.now(),
     )
+
+
+def pass_seconds(*, created_at, retried_at, finished_at) -> float:
+    """The working time of a run's latest pass: from its start (or its last retry) to its end."""
+    if finished_at is None:
+        return 0.0
+    return max(0.0, (finished_at - (retried_at or created_at)).total_seconds())
+
+
+def working_seconds(verification: Verification) -> float | None:
+    """The time the run was working: every pass (the first, then each retry), not the idle time
+    between a pass's end and the next retry. None while it runs."""
+    if verification.finished_at is None:
+        return None
+    latest = pass_seconds(
+        created_at=verification.created_at, retried_at=verification.retried_at, finished_at=verification.finished_at
+    )
+    return verification.worked_seconds + latest
 
 
 def first_failure(verification_id) -> str:
@@ -229,20 +263,31 @@ class RetryPlan:
 UNFINISHED = (Status.PENDING, Status.RUNNING)
 
 
+def verification_retryable(verification_id) -> int:
+    """How many items "Retry failed parts" would queue again now: 0 when every failure is one a
+    retry would meet again (HTTP 403, not a web page …), and then no retry is offered."""
+    return _retry_plan(verification_id).items
+
+
 @transaction.atomic
 def verification_retry(verification_id) -> RetryPlan:
-    """Put the failed items of a finished run back to pending, in place, and the run, its
-    sentences and claims back to running, so that the same joins finish it again. Items a
-    failed run left unfinished (it timed out, its worker died) are queued again too. Only one
-    caller wins the run's transition; the others (and runs with nothing to do) get an empty
-    plan."""
+    """Put the failed items of a finished run that a retry may change (transient failures) back
+    to pending, in place, and the run, its sentences and claims back to running, so that the
+    same joins finish it again. Items a failed run left unfinished (it timed out, its worker
+    died) are queued again too. Only one caller wins the run's transition; the others (and runs
+    with nothing to do) get an empty plan."""
     plan = _retry_plan(verification_id)
+    previous = Verification.objects.filter(pk=verification_id).values("created_at", "retried_at", "finished_at").first()
     # A cancelled run stays cancelled: its creator stopped it.
     run = Verification.objects.filter(pk=verification_id, status__in=(Status.DONE, Status.FAILED))
     if not plan.items or not transition(run, to=Status.PENDING if plan.start else Status.RUNNING):
         return RetryPlan()
     Verification.objects.filter(pk=verification_id).update(
-        error="", finished_at=None, retried_at=timezone.now(), retries=F("retries") + 1
+        error="",
+        finished_at=None,
+        retried_at=timezone.now(),
+        retries=F("retries") + 1,
+        worked_seconds=F("worked_seconds") + pass_seconds(**previous),
     )
     Sentence.objects.filter(pk__in=plan.sentences).update(status=Status.PENDING, error="")
     Claim.objects.filter(pk__in=plan.searches).update(status=ClaimStatus.PENDING, error="")
@@ -252,9 +297,9 @@ def verification_retry(verification_id) -> RetryPlan:
     waiting_pages.update(status=Status.PENDING)
     Claim.objects.filter(pk__in=reading).update(status=ClaimStatus.READING, error="")
     Claim.objects.filter(pk__in=plan.judging).update(status=ClaimStatus.JUDGING, error="")
-    Evidence.objects.filter(claim__sentence__verification_id=verification_id, status=Status.FAILED).update(
-        status=Status.PENDING, error=""
-    )
+    Evidence.objects.filter(
+        claim__sentence__verification_id=verification_id, status=Status.FAILED, transient=True
+    ).update(status=Status.PENDING, error="")
     Source.objects.filter(pk__in=[s.pk for s in plan.retypes]).update(source_type="", type_decided_by="")
     touched = Claim.objects.filter(pk__in=[*plan.searches, *reading, *plan.judging])
     Sentence.objects.filter(pk__in=touched.values("sentence_id")).exclude(pk__in=plan.sentences).update(
@@ -287,30 +332,33 @@ def verification_resume_plan(verification_id) -> RetryPlan:
 
 
 def _retry_plan(verification_id, *, failed: bool = True) -> RetryPlan:
-    """Each stranded item, and each failed one when `failed`, with the step that will run it
-    again."""
-    again = (Status.FAILED, *UNFINISHED) if failed else UNFINISHED
+    """Each stranded item, and each failed one a retry may change when `failed`, with the step
+    that will run it again."""
+    unfinished = Q(status__in=UNFINISHED)
+    failed_transient = Q(status=Status.FAILED, transient=True)
+    again = unfinished | failed_transient if failed else unfinished
     sentences = Sentence.objects.filter(verification_id=verification_id)
     claims = Claim.objects.filter(sentence__verification_id=verification_id)
     sources = Source.objects.filter(verification_id=verification_id)
     evidence = Evidence.objects.filter(claim__sentence__verification_id=verification_id)
     redone = Q(status__in=UNFINISHED, claims__isnull=True)
     redone_sentences = list(
-        sentences.filter(redone | Q(status=Status.FAILED) if failed else redone).values_list("pk", flat=True).distinct()
+        sentences.filter(redone | failed_transient if failed else redone).values_list("pk", flat=True).distinct()
     )
-    fetches = list(sources.filter(status__in=again).values_list("pk", flat=True))
+    fetches = list(sources.filter(again).values_list("pk", flat=True))
     unread = SearchResult.objects.filter(source_id__in=fetches).exclude(status=Status.DONE)
     refetched_claims = set(unread.values_list("claim_id", flat=True))
     finished_claims = [ClaimStatus.DONE] if failed else [ClaimStatus.DONE, ClaimStatus.FAILED]
     stalled_claims = (
         claims.exclude(status__in=finished_claims)
+        .exclude(status=ClaimStatus.FAILED, transient=False)
         .exclude(sentence_id__in=redone_sentences)
         .exclude(pk__in=refetched_claims)
         .annotate(results=Count("search_results"))
     )
     judging: dict[int, list[int]] = {}
     # Copies of a text are not judged: they follow the item that counts for them.
-    retried = evidence.filter(status__in=again, duplicate_of__isnull=True)
+    retried = evidence.filter(again, duplicate_of__isnull=True)
     for evidence_id, claim_id in retried.values_list("pk", "claim_id"):
         if claim_id not in refetched_claims:  # those are judged with their new pages
             judging.setdefault(claim_id, []).append(evidence_id)
@@ -323,7 +371,9 @@ def _retry_plan(verification_id, *, failed: bool = True) -> RetryPlan:
     untyped = Q(type_decided_by__startswith="fallback") | Q(source_type="") if failed else Q(source_type="")
     return RetryPlan(
         verification_id=verification_id,
-        start=not sentences.exists(),
+        # A run that failed before it had sentences starts again, unless that failure would
+        # repeat (a text with no sentence to check).
+        start=not sentences.exists() and Verification.objects.filter(pk=verification_id, transient=True).exists(),
         sentences=redone_sentences,
         searches=[c.pk for c in stalled_claims if not c.results and c.status in unsearched],
         fetches=fetches,

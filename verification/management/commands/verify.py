@@ -61,7 +61,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--evidence",
             choices=[mode for mode, _ in EVIDENCE_MODES],
-            help="web (default): search the web; documents: only the --source documents, no search; both",
+            help="web (default; with --source documents it becomes both): search the web; "
+            "documents: only the --source documents, no search; both",
         )
         parser.add_argument("--timeout", type=float, default=900, help="give up waiting after this many seconds")
 
