@@ -43,6 +43,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, answered before anything else: a container healthcheck asks for them on
+    # 127.0.0.1 over http, which the allowed hosts and the https redirect would refuse.
+    "verification.health.HealthMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -150,7 +153,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     "delete-old-runs": {"task": "verification.tasks.delete_old_runs", "schedule": 24 * 3600},
 }
-CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Where beat keeps its schedule; beside it, a file it touches on every tick tells its healthcheck
+# that it is alive (verification/health.py). The image keeps it in /tmp: /app is read-only to its user.
+CELERY_BEAT_SCHEDULE_FILENAME = env.str("BEAT_SCHEDULE_FILE", default="") or str(VAR_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULER = "verification.health:BeatScheduler"
 
 # --- Cache: shared by the web process and the workers. It holds search results, page texts,
 # claims and judgements across runs (an edited text only pays for what changed).
