@@ -14,7 +14,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
-environ.Env.read_env(BASE_DIR / ".env")
+# A developer's .env beside manage.py fills in what the environment leaves unset. The image sets
+# DJANGO_READ_DOT_ENV_FILE=0: there only the environment the container was started with counts,
+# never a file that found its way into the image (a baked .env once turned on ALLOW_PRIVATE_FETCH).
+if env.bool("DJANGO_READ_DOT_ENV_FILE", default=True):
+    environ.Env.read_env(BASE_DIR / ".env")
 
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 
