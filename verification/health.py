@@ -33,13 +33,18 @@ logger = logging.getLogger(__name__)
 
 # A check with no answer by then counts as down: a healthcheck must answer even when a service
 # holds connections open without answering.
-CHECK_TIMEOUT_S = 3.0
+CHECK_TIMEOUT_S = 5.0
 _migrated = False  # once every migration is applied, it stays so for this process
 
 
 class HealthMiddleware:
     def __init__(self, get_response) -> None:
         self.get_response = get_response
+        # Imported at start-up, not by the first checks (seconds on a busy machine, counted
+        # against their timeout): the clients of the services and Django's migration loader.
+        import django.core.cache.backends.redis  # noqa: F401
+        import django.db.migrations.executor  # noqa: F401
+        import redis  # noqa: F401
 
     def __call__(self, request):
         endpoint = ENDPOINTS.get(request.path_info)
@@ -88,7 +93,8 @@ def run_checks(checks: dict[str, Callable[[], str]]) -> dict[str, str]:
             logger.warning("health: %s did not answer within %g s", name, CHECK_TIMEOUT_S)
             states[name] = "down"
         elif future.exception() is not None:
-            logger.warning("health: %s is down: %r", name, future.exception())
+            error = future.exception()
+            logger.warning("health: %s is down: %s: %s", name, type(error).__name__, error)
             states[name] = "down"
         else:
             states[name] = future.result()
