@@ -7,6 +7,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.db import OperationalError
 from django.db.migrations.recorder import MigrationRecorder
 from django.utils import timezone
 
@@ -162,3 +163,16 @@ def test_the_web_check_reports_what_the_server_answered(live_server, settings):
 
     assert problem.startswith("/healthz: 503 ") and '"down": ["broker"]' in problem
     assert health.web_is_healthy(f"http://127.0.0.1:{free_port()}").startswith("/readyz: ")
+
+
+def test_a_healthcheck_that_cannot_reach_the_database_fails_with_the_reason_in_one_line(monkeypatch, capsys):
+    def unreachable():
+        raise OperationalError('connection to server at "127.0.0.1", port 9 failed: Connection refused')
+
+    monkeypatch.setattr(health, "worker_is_healthy", unreachable)
+
+    assert health.main(["worker"]) == 1
+    assert capsys.readouterr().err == (
+        'OperationalError: connection to server at "127.0.0.1", port 9 failed: Connection refused\n'
+    )
+    assert health.main(["nothing"]) == 2

@@ -223,7 +223,10 @@ def main(argv: list[str]) -> int:
         import django
 
         django.setup()
-        problem = worker_is_healthy() if argv[0] == "worker" else beat_is_healthy()
+        try:
+            problem = worker_is_healthy() if argv[0] == "worker" else beat_is_healthy()
+        except Exception as error:  # the database is down, say: unhealthy, with why in one line
+            problem = f"{type(error).__name__}: {error}"
     print(problem or "ok", file=sys.stderr if problem else sys.stdout)
     return 1 if problem else 0
 
