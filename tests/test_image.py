@@ -1,16 +1,18 @@
 """The image's own processes, started as a container would start them, without Docker (there is no
 engine here): from the image's files (a clean checkout less .dockerignore, so nothing untracked
-such as .env comes along), with the Dockerfile's ENV and each compose service's environment, command
-line and healthcheck as Docker Compose's own parser reads them from docker-compose.yml; against a
+such as .env comes along), with the Dockerfile's ENV and each compose service's environment (a .env made from
+.env.example included, as README has deployers do), command line and healthcheck as Docker
+Compose's own parser reads them from docker-compose.yml; against a
 PostgreSQL cluster and two redis-servers of this test on 127.0.0.1, the servers started with the
 compose file's options and the database with its user and password.
 
 What differs from the containers, and only that: service names and ports become 127.0.0.1 and free
-ports; /tmp paths lie in the test's directory; the build's collectstatic runs, but not its export
-of the embedding model (seconds of CPU), so the worker parses pages in its threads
-(CPU_PROCESSES=0); and the processes run as this test's user, not the image's (the interpreter
-here is not readable by another user), so the test checks instead that they write nothing where
-the image's user could not: into the app's files."""
+ports; the image's /app and /tmp are the test's directories; of the build, only the app's own
+steps run (the embedding model's export, which finds the export this checkout built when there is
+one, and collectstatic); the worker loads the model in its own threads (CPU_PROCESSES=0: no pool
+of processes on a shared 2-core machine); and the processes run as this test's user, not the
+image's (the interpreter here is not readable by another user), so the test checks instead that
+they write nothing where the image's user could not: into the app's files."""
 
 import json
 import os
@@ -22,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import psycopg
 import pytest
 import redis
 import requests
@@ -35,8 +38,9 @@ from tests.deployment import (
     image_command,
     image_environment,
 )
-from tests.processes import Processes, wait_until
+from tests.processes import ROOT, Processes, wait_until
 from tests.test_lifecycle import process_tree, running
+from verification.clients import embeddings
 
 SECRETS = {"POSTGRES_PASSWORD": "image-test-1f2e3d4c", "DJANGO_SECRET_KEY": "image-test-" + "k" * 50}
 CONTAINER_PORT = 8000
@@ -70,26 +74,40 @@ class Deployment:
     def __init__(self, base: Path) -> None:
         self.base = base
         self.checkout = clean_checkout(base / "checkout")
+        # The deployer's .env, as README says: .env.example with the secrets filled in. Compose hands
+        # its lines to the containers; the image's files never hold it.
+        dot_env = (self.checkout / ".env.example").read_text()
+        for name, value in SECRETS.items():
+            dot_env = re.sub(rf"^{name}=$", f"{name}={value}", dot_env, flags=re.MULTILINE)
+        (self.checkout / ".env").write_text(dot_env)
         self.app = copy_build_context(self.checkout, base / "app")
-        self.services = compose_services(self.checkout, **SECRETS)
+        assert not (self.app / ".env").exists()
+        self.services = compose_services(self.checkout)
         for name in ("logs", "tmp", "home", "redis", "cache", "pg"):
             (base / name).mkdir()
         self.processes = Processes({}, base / "logs", cwd=self.app)
+        (self.workdir,) = [args for word, args in dockerfile(self.checkout) if word == "WORKDIR"]
         self.ports = {"postgres": free_port(), "redis": free_port(), "cache": free_port(), "web": free_port()}
 
     # --- what the containers would be given
 
     def rewrite(self, value: str) -> str:
-        """A service's host name and port → 127.0.0.1 and this test's port; /tmp → the test's."""
+        """A service's host name and port → 127.0.0.1 and this test's port; the image's /app and
+        /tmp → the test's."""
         value = re.sub(
             r"(?<=[/@])(postgres|redis|cache):\d+", lambda m: f"127.0.0.1:{self.ports[m[1]]}", value
         ).replace(f"0.0.0.0:{CONTAINER_PORT}", f"127.0.0.1:{self.ports['web']}")
         value = value.replace(f"127.0.0.1:{CONTAINER_PORT}", f"127.0.0.1:{self.ports['web']}")
-        return str(self.base / "tmp") + value[4:] if value.startswith("/tmp/") else value
+        for inside, here in ((self.workdir, self.app), ("/tmp", self.base / "tmp")):
+            if value == inside or value.startswith(inside + "/"):
+                return str(here) + value[len(inside) :]
+        return value
 
     def environment(self, service: str) -> dict[str, str]:
         given = {**image_environment(self.checkout), **(self.services[service].get("environment") or {})}
         env = {name: self.rewrite(value) for name, value in given.items()}
+        outside = {name: v for name, v in env.items() if v.startswith("/") and self.base not in Path(v).parents}
+        assert not outside, f"paths this test would use outside its directory: {outside}"
         # The image's `python`, `celery` and `gunicorn` are the ones pip installed on PATH.
         env["PATH"] = f"{Path(sys.executable).parent}:/usr/bin:/bin"
         env["HOME"] = str(self.base / "home")
@@ -120,10 +138,21 @@ class Deployment:
     # --- the build
 
     def build(self) -> None:
-        """The build's collectstatic (its own RUN line), as root would run it."""
-        (run,) = [args for word, args in dockerfile(self.checkout) if word == "RUN" and "collectstatic" in args]
-        env = {**image_environment(self.checkout), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
-        subprocess.run(["sh", "-c", run], cwd=self.app, env=env, check=True, timeout=300)
+        """The build's steps of the app's own, as root runs them: the RUN lines after the sources
+        are copied that run Python (the embedding model's export, collectstatic; not useradd).
+        An export this checkout built already (scripts/setup.sh) is copied in first, as a build
+        cache would be: the step then finds it, and the CPU of a new export is spared."""
+        env = {name: self.rewrite(value) for name, value in image_environment(self.checkout).items()}
+        key = embeddings._cache_key(env["EMBEDDING_MODEL"], env["EMBEDDING_BACKEND"])
+        if (ROOT / "var" / "models" / key / embeddings.SPEC_FILE).exists():
+            shutil.copytree(ROOT / "var" / "models" / key, Path(env["EMBEDDING_CACHE_DIR"]) / key)
+        instructions = dockerfile(self.checkout)
+        sources_copied = max(i for i, (word, args) in enumerate(instructions) if (word, args) == ("COPY", ". ."))
+        steps = [args for word, args in instructions[sources_copied:] if word == "RUN" and "python" in args]
+        assert any("verification.clients.embeddings" in step for step in steps)
+        env["PATH"] = f"{Path(sys.executable).parent}:/usr/bin:/bin"
+        for step in steps:
+            subprocess.run(["sh", "-c", step], cwd=self.app, env=env, check=True, timeout=900)
 
     # --- the services the app needs
 
@@ -171,6 +200,11 @@ class Deployment:
         wait_until(lambda: _answers(client), 30, self.processes.tail, interval=0.05)
         return process
 
+    def worker_warm(self) -> bool:
+        with psycopg.connect(self.environment("worker")["DATABASE_URL"]) as connection:
+            row = connection.execute("SELECT count(*) FROM verification_workerprocess WHERE warm_at IS NOT NULL")
+            return row.fetchone()[0] > 0
+
     def redis_config(self, service: str, name: str) -> str:
         return redis.Redis(port=self.ports[service], decode_responses=True).config_get(name)[name]
 
@@ -216,6 +250,8 @@ def test_the_images_processes_start_after_one_migrate_report_their_health_and_al
     apps = {service: deployment.start(service) for service in ("web", "worker", "beat")}
     for service in apps:
         wait_until(lambda s=service: deployment.healthy(s), STARTED_WITHIN_S, deployment.processes.tail)
+    # The worker loaded the embedding model from the export the build made (and built none: below).
+    wait_until(deployment.worker_warm, STARTED_WITHIN_S, deployment.processes.tail)
     web = f"http://127.0.0.1:{deployment.ports['web']}"
     healthz = wait_until(lambda: (r := get(f"{web}/healthz")).status_code == 200 and r, 60, deployment.processes.tail)
     readyz = get(f"{web}/readyz")
