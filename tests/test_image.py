@@ -151,8 +151,13 @@ class Deployment:
         steps = [args for word, args in instructions[sources_copied:] if word == "RUN" and "python" in args]
         assert any("verification.clients.embeddings" in step for step in steps)
         env["PATH"] = f"{Path(sys.executable).parent}:/usr/bin:/bin"
-        for step in steps:
-            subprocess.run(["sh", "-c", step], cwd=self.app, env=env, check=True, timeout=900)
+        for number, step in enumerate(steps):
+            self.run(f"build-{number}", ["sh", "-c", step], 900, **env)
+
+    def run(self, name: str, command: list[str], timeout: float, **env: str) -> None:
+        """A command to its end, in a process group of its own (ended with the rest if it hangs)."""
+        process = self.processes.start_command(name, command, **env)
+        assert process.wait(timeout) == 0, self.processes.tail()
 
     # --- the services the app needs
 
@@ -163,24 +168,16 @@ class Deployment:
             shutil.chown(self.base / "pg", "postgres")
         password_file = self.base / "pg" / "password"
         password_file.write_text(settings["POSTGRES_PASSWORD"])
-        subprocess.run(
-            as_postgres([str(bindir / "initdb"), "-D", str(data), "-U", settings["POSTGRES_USER"], "-E", "UTF8"])
-            + ["--locale=C", "-N", "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={password_file}"],
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+        initdb = [str(bindir / "initdb"), "-D", str(data), "-U", settings["POSTGRES_USER"], "-E", "UTF8", "--locale=C"]
+        initdb += ["-N", "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={password_file}"]
+        self.run("initdb", as_postgres(initdb), 120)
         options = ["-c", "listen_addresses=127.0.0.1", "-p", str(self.ports["postgres"]), "-k", str(self.base / "pg")]
         options += ["-c", "fsync=off", "-c", "full_page_writes=off"]
         self.processes.start_command("postgres", as_postgres([str(bindir / "postgres"), "-D", str(data), *options]))
         ready = [str(bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.ports["postgres"])]
         wait_until(lambda: subprocess.run(ready, capture_output=True).returncode == 0, 60, self.processes.tail)
         createdb = [str(bindir / "createdb"), "-h", str(self.base / "pg"), "-p", str(self.ports["postgres"])]
-        subprocess.run(
-            as_postgres([*createdb, "-U", settings["POSTGRES_USER"], settings["POSTGRES_DB"]]),
-            check=True,
-            timeout=60,
-        )
+        self.run("createdb", as_postgres([*createdb, "-U", settings["POSTGRES_USER"], settings["POSTGRES_DB"]]), 60)
 
     def close(self) -> None:
         """Every process ends. PostgreSQL first by its own stop, which also removes its shared memory."""
