@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -62,6 +63,11 @@ def as_postgres(command: list[str]) -> list[str]:
         return command
     runuser = shutil.which("runuser", path=f"{os.environ['PATH']}:/usr/sbin:/sbin") or pytest.fail("runuser is missing")
     return [runuser, "-u", "postgres", "--", *command]
+
+
+def readable_by_others(path: Path) -> bool:
+    mode = path.stat().st_mode
+    return bool(mode & stat.S_IROTH) and (not path.is_dir() or bool(mode & stat.S_IXOTH))
 
 
 def snapshot(directory: Path) -> dict[str, tuple[int, int]]:
@@ -236,6 +242,10 @@ def test_the_images_processes_start_after_one_migrate_report_their_health_and_al
     deployment.start_redis("cache")
     deployment.build()
     built = snapshot(deployment.app)
+    # The image's user owns none of it: "others" must be able to read every file the build left.
+    unreadable = [name for name in built if not readable_by_others(deployment.app / name)]
+    assert not unreadable
+    assert any(name.endswith(embeddings.SPEC_FILE) for name in built)  # the model's export is there
 
     # The one-shot migrate: it applies everything; run again (every `up`), it has nothing to do.
     for _ in range(2):
