@@ -14,7 +14,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
-environ.Env.read_env(BASE_DIR / ".env")
+# A developer's .env beside manage.py fills in what the environment leaves unset. The image sets
+# DJANGO_READ_DOT_ENV_FILE=0: there only the environment the container was started with counts,
+# never a file that found its way into the image (a baked .env once turned on ALLOW_PRIVATE_FETCH).
+if env.bool("DJANGO_READ_DOT_ENV_FILE", default=True):
+    environ.Env.read_env(BASE_DIR / ".env")
 
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 
@@ -43,6 +47,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, answered before anything else: a container healthcheck asks for them on
+    # 127.0.0.1 over http, which the allowed hosts and the https redirect would refuse.
+    "verification.health.HealthMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -151,7 +158,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     "delete-old-runs": {"task": "verification.tasks.delete_old_runs", "schedule": 24 * 3600},
 }
-CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Where beat keeps its schedule; beside it, a file it touches on every tick tells its healthcheck
+# that it is alive (verification/health.py). The image keeps it in /tmp: /app is read-only to its user.
+CELERY_BEAT_SCHEDULE_FILENAME = env.str("BEAT_SCHEDULE_FILE", default="") or str(VAR_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULER = "verification.health:BeatScheduler"
 
 # --- Cache: shared by the web process and the workers. It holds search results, page texts,
 # claims and judgements across runs (an edited text only pays for what changed).

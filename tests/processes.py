@@ -39,8 +39,8 @@ class Processes:
     """The subprocesses of one test. Each gets its own process group (SIGKILL reaches its
     children too) and a log file, shown when a wait fails."""
 
-    def __init__(self, env: dict, logs: Path) -> None:
-        self.env, self.logs = env, logs
+    def __init__(self, env: dict, logs: Path, cwd: Path = ROOT) -> None:
+        self.env, self.logs, self.cwd = env, logs, cwd
         self.running: list[subprocess.Popen] = []
 
     def start(self, name: str, *args: str, **env) -> subprocess.Popen:
@@ -51,7 +51,7 @@ class Processes:
         log = (self.logs / f"{name}.log").open("ab")
         process = subprocess.Popen(
             command,
-            cwd=ROOT,
+            cwd=self.cwd,
             env={**self.env, **env},
             stdout=log,
             stderr=subprocess.STDOUT,

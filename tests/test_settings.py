@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from tests.conftest import ROOT
+from tests.deployment import clean_checkout, image_environment
 
 # The production environment README.md and .env.example document (its secret made up here).
 PRODUCTION = {
@@ -73,3 +74,22 @@ def test_behind_a_tls_proxy_https_is_served_with_secure_cookies_and_http_is_redi
 
     assert https == ["200", "-", "True"]
     assert http == ["301", "https://factsite.example.org/", "no-cookie"]
+
+
+def allow_private_fetch(checkout, env: dict[str, str]) -> str:
+    """ALLOW_PRIVATE_FETCH as settings read it in a process started in `checkout`."""
+    code = "import django; django.setup(); from django.conf import settings; print(settings.ALLOW_PRIVATE_FETCH)"
+    environment = {"PATH": os.environ["PATH"], "DJANGO_SETTINGS_MODULE": "factsite.settings", **env}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=checkout, env=environment, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_a_dot_env_file_is_read_in_development_and_never_in_the_image(tmp_path):
+    checkout = clean_checkout(tmp_path / "checkout")
+    (checkout / ".env").write_text("ALLOW_PRIVATE_FETCH=1\nDJANGO_SECRET_KEY=from-the-file\n")
+
+    assert allow_private_fetch(checkout, {}) == "True"
+    assert allow_private_fetch(checkout, image_environment(checkout)) == "False"
