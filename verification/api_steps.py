@@ -166,7 +166,16 @@ class PageOut(Schema):
     sentences: list[str]
 
 
-@steps.post("/extract", response={200: PageOut, **BODY_ERRORS, 502: Error})
+@steps.post(
+    "/extract",
+    response={200: PageOut, **BODY_ERRORS, 422: Error, 502: Error},
+    openapi_extra={
+        "responses": {
+            422: {"description": "The address is refused: it leads to a non-public address (or redirects to one)"},
+            502: {"description": "The page could not be fetched or read"},
+        }
+    },
+)
 def step_extract(request: HttpRequest, payload: ExtractIn):
     """Fetch a page (SSRF-safe) and extract its title and main text."""
     passages = lazy.load("verification.pipeline.passages")  # nltk: seconds to import, not at the start

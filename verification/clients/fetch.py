@@ -17,7 +17,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError, ReadTimeoutError
 from urllib3.util.connection import allowed_gai_family, create_connection
 
-from verification.pipeline.types import FetchedDocument, StepError
+from verification.pipeline.types import FetchedDocument, RefusedAddress, StepError
 
 USER_AGENT = "Mozilla/5.0 (compatible; factsite/0.1; fact verification of AI-written text)"
 PDF = "application/pdf"
@@ -149,7 +149,7 @@ class PageFetcher:
             # A read timeout while streaming the body arrives as a ConnectionError.
             if error.args and isinstance(error.args[0], ReadTimeoutError):
                 raise StepError(f"the page did not answer within {self.timeout:g} s") from error
-            raise StepError(_connection_reason(error)) from error
+            raise _connection_failure(error) from error
         except requests.RequestException as error:
             raise StepError(f"the page could not be fetched ({type(error).__name__})") from error
 
@@ -226,9 +226,9 @@ def _redirect_guard(refuse: Callable[[str], str | None]):
     return check
 
 
-def _connection_reason(error: requests.exceptions.ConnectionError) -> str:
+def _connection_failure(error: requests.exceptions.ConnectionError) -> StepError:
     # requests wraps urllib3's MaxRetryError, whose `reason` is the connection's own error.
     reason = getattr(error.args[0], "reason", None) if error.args else None
     if isinstance(reason, PrivateAddressError):
-        return reason.message
-    return "could not connect to the page's server"
+        return RefusedAddress(reason.message)
+    return StepError("could not connect to the page's server")

@@ -14,6 +14,11 @@ class StepError(Exception):
     `str(error)` as its reason and the run goes on."""
 
 
+class RefusedAddress(StepError):
+    """A web address the fetcher refuses to contact at all (it leads into a private network, or
+    hides which host it names): the fault of whoever gave the address, not of a page."""
+
+
 class SourceType(StrEnum):
     NEWS = "news"
     BLOG = "blog"
