@@ -18,6 +18,7 @@ from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConn
 from urllib3.util.connection import allowed_gai_family, create_connection
 
 from verification.pipeline.types import FetchedDocument, RefusedAddress, StepError
+from verification.pipeline.urls import UnsafeAddress, parse_web_address
 
 USER_AGENT = "Mozilla/5.0 (compatible; factsite/0.1; fact verification of AI-written text)"
 PDF = "application/pdf"
@@ -129,14 +130,19 @@ class PageFetcher:
 
     def fetch(self, url: str, *, refuse: Callable[[str], str | None] | None = None) -> FetchedDocument:
         """`refuse(url)`: a reason not to follow a redirect to `url` (a blocked domain), asked
-        before that host is contacted."""
+        before that host is contacted. The address and every redirect's are read by
+        urls.parse_web_address, as the domain lists read them, and sent as it rebuilt them."""
+        try:
+            address = parse_web_address(url)
+        except UnsafeAddress as error:
+            raise RefusedAddress(f"refused before connecting: {error}") from None
         try:
             with self.session.get(
-                url,
+                address.url,
                 stream=True,
                 timeout=self.timeout,
                 headers={"User-Agent": USER_AGENT, "Accept": ACCEPT_HEADER},
-                hooks={"response": _redirect_guard(refuse)} if refuse else None,
+                hooks={"response": _redirect_guard(self.session, refuse)},
             ) as response:
                 return self._read(url, response)
         except requests.exceptions.InvalidSchema as error:
@@ -210,17 +216,24 @@ def _megabytes(size: int) -> str:
     return f"{size / 1_000_000:g} MB"
 
 
-def _redirect_guard(refuse: Callable[[str], str | None]):
+def _redirect_guard(session: requests.Session, refuse: Callable[[str], str | None] | None):
     """A response hook: requests runs it on every hop before following the next, so a refused
-    redirect target is never connected to."""
+    redirect target is never connected to. The target it lets through is put back in the
+    Location header as parse_web_address rebuilt it: requests then follows the host judged."""
 
     def check(response: requests.Response, **kwargs) -> requests.Response:
         if response.is_redirect:
-            target = urljoin(response.url, response.headers["Location"])
-            reason = refuse(target)
+            try:
+                # Read as requests reads it (a non-ASCII Location arrives as UTF-8 bytes).
+                target = parse_web_address(urljoin(response.url, session.get_redirect_target(response)))
+            except UnsafeAddress as error:
+                response.close()
+                raise RefusedAddress(f"the page redirected to an address refused before connecting: {error}") from None
+            reason = refuse(target.url) if refuse else None
             if reason:
                 response.close()
                 raise StepError(f"the page redirected to another site: {reason}")
+            response.headers["Location"] = target.url
         return response
 
     return check
