@@ -156,6 +156,13 @@ def test_two_uploads_of_one_name_stay_apart_and_the_same_bytes_count_once(client
             id="not-a-web-address",
         ),
         pytest.param(
+            {"settings": {"evidence": "documents"}, "sources": [{"url": "https://intranet.example@example.org/r"}]},
+            [],
+            "sources",
+            "has a user name before its host, which hides the host",
+            id="user-info",
+        ),
+        pytest.param(
             {"sources": [{"url": "https://example.org/report"}]},
             [],
             "evidence",

@@ -614,6 +614,17 @@ def test_an_address_parsers_disagree_on_never_reaches_a_blocked_server(
         assert result.startswith("refused before connecting: the URL") and other_asked == []
 
 
+def test_an_address_parsers_disagree_on_never_reaches_a_server_outside_the_allowed_list(counting):
+    outside_port, outside_asked = counting()
+    allowed_port, allowed_asked = counting()
+    url = f"http://localhost:{outside_port}\\@127.0.0.1:{allowed_port}/page"
+
+    result = read_as_a_run_would(url, DomainRules.of(allowed=["127.0.0.1"]))
+
+    assert result.startswith("refused before connecting: the URL") and "backslash" in result
+    assert outside_asked == [] and allowed_asked == []
+
+
 @pytest.mark.parametrize(
     ("target", "outcome"),
     [
