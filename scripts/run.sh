@@ -3,6 +3,7 @@
 # With REDIS_URL set (environment or .env) it also starts a Celery worker on Redis, with the beat
 # that sends the sweeper (--beat); without it,
 # runs execute on a worker inside the web process, so nothing else needs to be installed.
+# The web server is gunicorn, one process with WEB_THREADS threads (factsite/gunicorn_conf.py).
 # Ctrl-C or SIGTERM stops everything it started (the server ends its own CPU pool).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +28,9 @@ if [ -n "${REDIS_URL:-}" ]; then
   started+=($!)
 fi
 echo "factsite: http://127.0.0.1:${PORT:-8000}/"
-# --noreload: the reloader's parent process would leave the server running when it is stopped.
-.venv/bin/python manage.py runserver --noreload "127.0.0.1:${PORT:-8000}" &
+# gunicorn, one process with WEB_THREADS threads (factsite/gunicorn_conf.py): runserver reset
+# connections under a burst of submissions.
+.venv/bin/python -m gunicorn factsite.wsgi -c python:factsite.gunicorn_conf -b "127.0.0.1:${PORT:-8000}" &
 started+=($!)
 # Until either ends (a signal ends the wait at once, through the traps above).
 wait -n

@@ -13,6 +13,11 @@ from pathlib import Path
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
+# How long a process a test starts may take to become ready (a web server answering, a worker
+# beating, a CPU pool up) before the test gives up. Tests wait for the readiness itself, never a
+# fixed time; this only bounds a process that never gets there. Generous: on a 2-core machine at
+# load average 10-17 web servers took over 30 s to answer and CI went red.
+READY_WITHIN_S = 120
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG = 1
 
@@ -63,18 +68,36 @@ class Processes:
         return process
 
     def worker(self, name: str = "worker", loglevel: str = "WARNING", **env) -> subprocess.Popen:
-        return self.start(
+        """A `celery worker`, returned once it beats (see `until_beating`)."""
+        worker = self.start(
             name,
             *("-m", "celery", "-A", "factsite", "worker", "--pool=threads", "--concurrency=8", f"--hostname={name}@%h"),
             *("--without-gossip", "--without-mingle", "--without-heartbeat", f"--loglevel={loglevel}"),
             **env,
         )
+        self.until_beating(worker)
+        return worker
 
     def beat(self, **env) -> subprocess.Popen:
+        """`celery beat`, returned once it has started its scheduler (it says so at INFO)."""
         schedule = self.logs / "beat-schedule"
-        return self.start(
-            "beat", "-m", "celery", "-A", "factsite", "beat", "-s", str(schedule), "--loglevel=WARNING", **env
+        beat = self.start(
+            "beat", "-m", "celery", "-A", "factsite", "beat", "-s", str(schedule), "--loglevel=INFO", **env
         )
+
+        def started() -> bool:
+            return "beat: Starting..." in self.log("beat")
+
+        wait_until(started, READY_WITHIN_S, lambda: f"beat started\n{self.tail()}")
+        return beat
+
+    def until_beating(self, process: subprocess.Popen) -> None:
+        """A process that runs tasks is ready once it beats: verification.heartbeat writes its
+        WorkerProcess row (named host:pid:…) as soon as the app is loaded, before it takes tasks."""
+        from verification.models import WorkerProcess  # this module is also used without Django
+
+        mine = WorkerProcess.objects.filter(name__contains=f":{process.pid}:")
+        wait_until(mine.exists, READY_WITHIN_S, lambda: f"process {process.pid} beating\n{self.tail()}")
 
     def gunicorn(self, port: int, **env) -> str:
         self.start("gunicorn", "-m", "gunicorn", "factsite.wsgi", "-b", f"127.0.0.1:{port}", "--threads", "4", **env)
@@ -93,7 +116,7 @@ class Processes:
             except requests.RequestException:  # not listening yet, or still loading
                 return False
 
-        wait_until(serving, 30, f"a web server on {url}\n{self.tail()}")
+        wait_until(serving, READY_WITHIN_S, lambda: f"a web server on {url}\n{self.tail()}")
         return url
 
     def kill(self, process: subprocess.Popen) -> None:

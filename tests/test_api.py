@@ -94,6 +94,8 @@ def blamed(body: dict, field: str) -> bool:
         pytest.param({"text": "It was built in 1889 \ud83d."}, "text", "binary", id="lone-surrogate"),
         pytest.param({"text": SENTENCE, "settings": {"top_k_result": 3}}, "top_k_result", "Extra", id="misspelt"),
         pytest.param({"text": SENTENCE, "settings": "x"}, "settings", "", id="settings-not-an-object"),
+        pytest.param({"text": "\U0001f600\U0001f44d \U0001f680"}, "text", "no sentence to check", id="emoji-only"),
+        pytest.param({"text": "... !!! ??? -- ;;"}, "text", "no sentence to check", id="punctuation-only"),
     ],
 )
 def test_it_rejects_an_invalid_request_with_a_reason_and_starts_nothing(client, configured, payload, field, says):
@@ -122,6 +124,93 @@ def test_it_rejects_a_body_it_cannot_parse(client, configured, raw):
     assert response.status_code == 400
     assert response.json()["detail"] == "Cannot parse request body"
     assert not Verification.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/verifications", "/api/steps/segment", "/api/steps/score"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param("[" * 100_000 + "]" * 100_000, id="nested-arrays"),
+        pytest.param('{"a": ' * 100_000 + "1" + "}" * 100_000, id="nested-objects"),
+    ],
+)
+def test_it_answers_json_nested_beyond_reason_with_a_json_400(client, configured, path, raw):
+    response = client.post(path, raw, content_type="application/json")
+
+    assert response.status_code == 400, response.content[:200]
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["detail"].startswith("Cannot parse request body")
+    assert not Verification.objects.exists()
+
+
+@pytest.mark.django_db
+def test_it_answers_json_over_the_body_limit_with_a_json_413(client, configured, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
+
+    response = post(client, "/api/verifications", {"text": "Paris is in France. " * 1_000})
+
+    assert response.status_code == 413
+    assert "10,000 bytes" in response.json()["detail"]
+
+
+MULTIPART = "multipart/form-data; boundary=xx"
+PAYLOAD_PART = b'--xx\r\nContent-Disposition: form-data; name="payload"\r\n\r\n{"text": "Paris is in France."}\r\n'
+
+
+def file_part(name: bytes) -> bytes:
+    return b'--xx\r\nContent-Disposition: form-data; name="files"; filename="' + name + b'"\r\n\r\nParis.\r\n'
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        pytest.param("multipart/form-data", PAYLOAD_PART + b"--xx--\r\n", id="no-boundary"),
+        pytest.param("multipart/form-data; boundary=" + "x" * 1_000, b"--xx--", id="boundary-too-long"),
+        pytest.param(MULTIPART, file_part(b"a" * 5_000 + b".txt") + PAYLOAD_PART + b"--xx--\r\n", id="long-file-name"),
+        pytest.param(
+            MULTIPART,
+            b'--xx\r\nContent-Disposition: form-data; name="payload"\r\n'
+            b"Content-Transfer-Encoding: base64\r\n\r\n!!\r\n",
+            id="broken-base64",
+        ),
+    ],
+)
+def test_it_answers_a_multipart_body_it_cannot_read_with_a_json_400(client, configured, content_type, body):
+    response = client.post("/api/verifications", body, content_type=content_type, headers={"X-Requested-With": "t"})
+
+    assert response.status_code == 400, response.content[:200]
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["detail"]
+    assert not Verification.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("put", "/api/verifications", "GET, POST"),
+        ("delete", "/api/verifications", "GET, POST"),
+        ("patch", "/api/verifications", "GET, POST"),
+        ("put", f"/api/verifications/{uuid.uuid4()}", "DELETE, GET"),
+        ("patch", f"/api/verifications/{uuid.uuid4()}", "DELETE, GET"),
+        ("put", f"/api/verifications/{uuid.uuid4()}/retry", "POST"),
+        ("get", f"/api/verifications/{uuid.uuid4()}/cancel", "POST"),
+        ("put", "/api/steps/segment", "POST"),
+    ],
+)
+@pytest.mark.parametrize("content_type", [None, "application/json", "text/plain"])
+def test_a_method_a_path_does_not_take_is_a_json_405_whatever_the_body(
+    client, configured, method, path, allowed, content_type
+):
+    extra = {"content_type": content_type, "data": "{}"} if content_type and method != "get" else {}
+
+    response = getattr(client, method)(path, **extra)
+
+    assert response.status_code == 405, response.content
+    assert response["Allow"] == allowed
+    assert response.json()["detail"] == f"{method.upper()} is not allowed here; this path takes {allowed}."
 
 
 @pytest.mark.django_db
@@ -367,7 +456,8 @@ def test_extract_refuses_a_private_address_unless_allowed(client, world, setting
 
     response = post(client, "/api/steps/extract", {"url": wiki.url + "/eiffel"})
 
-    assert response.status_code == 502
+    # The address given is at fault, not an outside service: a 4xx, not a 502.
+    assert response.status_code == 422
     assert response.json()["detail"] == ("refused to fetch 127.0.0.1: it resolves to a non-public address (127.0.0.1)")
     assert wiki.hits["/eiffel"] == 0
 

@@ -133,7 +133,7 @@ DECLARED = {
     ("post", "/api/steps/segment"): {200, *BODY},
     ("post", "/api/steps/decompose"): {200, *BODY, 429, 502, 503},
     ("post", "/api/steps/search"): {200, *BODY, 429, 502, 503},
-    ("post", "/api/steps/extract"): {200, *BODY, 429, 502},
+    ("post", "/api/steps/extract"): {200, *BODY, 422, 429, 502},
     ("post", "/api/steps/passages"): {200, *BODY, 429},
     ("post", "/api/steps/categorize"): {200, *BODY, 429, 502, 503},
     ("post", "/api/steps/judge"): {200, *BODY, 429, 502, 503},

@@ -33,7 +33,7 @@ def site():
         ("http://:8080/eiffel", "has no host name"),
         ("http://[::1", "not a valid URL (Invalid IPv6 URL)"),
         ("http://{host}9999/eiffel", "not a valid URL (Port out of range 0-65535)"),
-        ("http://exa mple.org/", "not a valid URL (Failed to parse: Host 'exa mple.org' contains invalid character"),
+        ("http://exa mple.org/", "the URL 'http://exa mple.org/' contains a space"),
     ],
 )
 def test_extract_refuses_what_is_not_a_web_address_with_400_and_fetches_nothing(client, settings, site, url, says):

@@ -1,6 +1,7 @@
 """`manage.py verify` as a user runs it: separate processes, a file database, and either a
 `celery worker` process on the real Redis or (no REDIS_URL) the embedded worker."""
 
+import contextlib
 import hashlib
 import hmac
 import io
@@ -17,6 +18,7 @@ from django.core.management import CommandError, call_command
 
 from tests.conftest import ROOT, world_environment
 from tests.fakes import FakePage, FakeSite
+from tests.processes import READY_WITHIN_S, wait_until
 
 SAMPLE = ROOT / "sample.txt"
 
@@ -88,9 +90,17 @@ def worker_process(env, redis_url):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    wait_until(lambda: beating(env["DATABASE_URL"], process.pid), READY_WITHIN_S, "the celery worker beating")
     yield process
     process.terminate()
     process.wait(20)
+
+
+def beating(database_url: str, pid: int) -> bool:
+    """The worker has loaded the app and beats (verification.heartbeat: its WorkerProcess row)."""
+    with contextlib.closing(sqlite3.connect(database_url.removeprefix("sqlite:///"))) as database:
+        found = database.execute("SELECT 1 FROM verification_workerprocess WHERE name LIKE ?", (f"%:{pid}:%",))
+        return found.fetchone() is not None
 
 
 def check_result(result: dict, world) -> None:

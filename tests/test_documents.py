@@ -160,6 +160,13 @@ def test_two_uploads_of_one_name_stay_apart_and_the_same_bytes_count_once(client
             "file:///etc/passwd is not a web address (http:// or https://).",
             id="not-a-web-address",
         ),
+        pytest.param(
+            {"settings": {"evidence": "documents"}, "sources": [{"url": "https://intranet.example@example.org/r"}]},
+            [],
+            "sources",
+            "has a user name before its host, which hides the host",
+            id="user-info",
+        ),
     ],
 )
 def test_it_refuses_documents_it_cannot_take_with_a_reason(client, configured, settings, payload, files, field, says):

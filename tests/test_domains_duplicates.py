@@ -128,6 +128,39 @@ def test_a_cached_page_that_had_redirected_to_a_host_now_blocked_is_not_read(
     assert all(not e["url"].endswith("/moved") for e in all_evidence(result))
 
 
+class MisleadingSite(FakeSite):
+    """Its search results name another site before a backslash and this one after it: Python's
+    urlsplit reads this one as the host, urllib3 and browsers the other."""
+
+    before_backslash: FakeSite | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://localhost:{self.before_backslash.httpd.server_address[1]}\\@127.0.0.1:{self.httpd.server_address[1]}"
+
+
+def test_a_result_parsers_read_differently_is_refused_before_any_connection_and_says_why(
+    client, world, celery_worker, localhost_site
+):
+    localhost_site.pages["/tower"].searchable = False
+    misleading = MisleadingSite(pages={"/tower": FakePage("Eiffel Tower Paris France facts", TOWER)}).start()
+    misleading.before_backslash = localhost_site
+    world.serper.sites.append(misleading)
+    try:
+        result = wait_for(client, run(client, TOWER, retrieval_mode="sparse", blocked_domains=["localhost"]))
+    finally:
+        misleading.stop()
+
+    assert not localhost_site.hits and not misleading.hits
+    source = next(s for s in result["sources"] if "\\@" in s["url"])
+    assert source["status"] == "failed"
+    assert source["error"] == (
+        f"refused before connecting: the URL {source['url'][:100]!r} contains a backslash, "
+        "which browsers and servers read differently"
+    )
+    assert all("\\@" not in e["url"] for e in all_evidence(result))
+
+
 # --- duplicates
 
 ARTICLE = (

@@ -24,7 +24,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from tests.conftest import MODEL, free_port
-from tests.processes import wait_until
+from tests.processes import READY_WITHIN_S, wait_until
 from verification import heartbeat, providers, selectors, services, tasks
 from verification.models import (
     Claim,
@@ -139,7 +139,7 @@ def test_runs_finish_after_their_worker_is_killed_mid_run_and_another_starts(wor
     ids = [submit(web) for _ in range(5)]
     wait_until(
         lambda: world.llm.held == 5 and judged(ids) >= 3,
-        90,
+        READY_WITHIN_S,
         lambda: f"held {world.llm.held}, judged: {snapshot(ids)}\n{processes.tail()}",
     )
     assert not any(s in (Status.DONE, Status.FAILED) for s in run_states(ids).values())
@@ -148,7 +148,9 @@ def test_runs_finish_after_their_worker_is_killed_mid_run_and_another_starts(wor
     killed = time.monotonic()
     world.llm.release()
     processes.worker("worker2", loglevel="INFO", **with_pool)
-    wait_until(lambda: " ready." in processes.log("worker2"), 60, lambda: f"worker2 ready\n{processes.tail()}")
+    wait_until(
+        lambda: " ready." in processes.log("worker2"), READY_WITHIN_S, lambda: f"worker2 ready\n{processes.tail()}"
+    )
     ready = time.monotonic()
     wait_until(lambda: all_ended(ids), 60, lambda: f"every run ended: {snapshot(ids)}\n{processes.tail()}")
 
@@ -192,7 +194,7 @@ class RedisServer:
             except redis.ConnectionError:
                 return False
 
-        wait_until(answering, 10, "redis-server answering", interval=0.05)
+        wait_until(answering, READY_WITHIN_S, "redis-server answering", interval=0.05)
         return self
 
     def kill(self) -> None:
@@ -217,12 +219,12 @@ def test_runs_finish_on_their_own_after_redis_restarts_and_the_site_answers_duri
     worker = processes.worker(**fast_sweeps)
     processes.beat(**fast_sweeps)
     finished = submit(web, ONE_SENTENCE)
-    wait_until(lambda: all_ended([finished]), 60, lambda: f"a first run ended\n{processes.tail()}")
+    wait_until(lambda: all_ended([finished]), READY_WITHIN_S, lambda: f"a first run ended\n{processes.tail()}")
     world.llm.held_words = (SLOW,)
     ids = [submit(web) for _ in range(3)]
     wait_until(
         lambda: world.llm.held == 3 and judged(ids) >= 2,
-        60,
+        READY_WITHIN_S,
         lambda: f"held {world.llm.held}, judged: {snapshot(ids)}\n{processes.tail()}",
     )
 
@@ -230,7 +232,7 @@ def test_runs_finish_on_their_own_after_redis_restarts_and_the_site_answers_duri
     outage = time.monotonic()
     world.llm.release()  # their claims are found during the outage: their searches cannot be sent
     found = Claim.objects.filter(sentence__verification_id__in=ids, sentence__text__contains=SLOW)
-    wait_until(lambda: found.count() == 3, 30, lambda: f"claims found: {snapshot(ids)}\n{processes.tail()}")
+    wait_until(lambda: found.count() == 3, READY_WITHIN_S, lambda: f"claims found: {snapshot(ids)}\n{processes.tail()}")
     runs_before = Verification.objects.count()
     during = requests.post(
         f"{web}/api/verifications", json={"text": ONE_SENTENCE, "settings": {"retrieval_mode": "sparse"}}, timeout=30
@@ -277,7 +279,7 @@ def test_an_embedded_run_resumes_when_its_web_process_is_killed_and_started_agai
     ids = [submit(server)]
     wait_until(
         lambda: world.llm.held == 1 and judged(ids) >= 1,
-        60,
+        READY_WITHIN_S,
         lambda: f"held {world.llm.held}, judged: {snapshot(ids)}\n{processes.tail()}",
     )
 
@@ -298,13 +300,13 @@ def test_two_embedded_web_processes_on_one_database_leave_each_others_runs_alone
     a = submit(first)
     wait_until(
         lambda: world.llm.held == 1 and judged([a]) >= 1,
-        60,
+        READY_WITHIN_S,
         lambda: f"held {world.llm.held}, judged: {snapshot([a])}\n{processes.tail()}",
     )
 
     second = processes.runserver(free_port(), "runserver-b", **embedded)
     b = submit(second, ONE_SENTENCE)
-    wait_until(lambda: all_ended([b]), 60, lambda: f"b ended: {snapshot([b])}\n{processes.tail()}")
+    wait_until(lambda: all_ended([b]), READY_WITHIN_S, lambda: f"b ended: {snapshot([b])}\n{processes.tail()}")
     assert run_states([a])[a] == Status.RUNNING
     world.llm.release()
     wait_until(lambda: all_ended([a]), 60, lambda: f"a ended: {snapshot([a])}\n{processes.tail()}")

@@ -308,6 +308,8 @@ def test_posting_only_the_text_runs_with_the_defaults(client, configured):
         pytest.param({"text": "   \n\t  "}, "text", "The text is empty", id="whitespace"),
         pytest.param({"text": "x" * 101}, "text", "the limit is 100", id="too-long"),
         pytest.param({"text": "Paris " + "\x01\x02\x03\x1b\x7f" * 8}, "text", "binary", id="control-characters"),
+        pytest.param({"text": "\U0001f600 \U0001f44d\n\U0001f680"}, "text", "no sentence to check", id="emoji-only"),
+        pytest.param({"text": "!!! ... ???\n--"}, "text", "no sentence to check", id="punctuation-only"),
         pytest.param({"text": SENTENCE, "top_k_results": "0"}, "top_k_results", "greater than or equal to 1", id="k0"),
         pytest.param(
             {"text": SENTENCE, "top_k_passages": "11"}, "top_k_passages", "less than or equal to 10", id="p11"

@@ -21,7 +21,7 @@ from verification.forms import VerificationForm
 from verification.models import FINISHED, Verification
 from verification.models import Status as RunState
 from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
-from verification.pipeline.types import StepError
+from verification.pipeline.types import RefusedAddress, StepError
 from verification.schemas import (
     BODY_ERRORS,
     SPENDING_ERRORS,
@@ -38,7 +38,8 @@ from verification.viewstate import ViewState, parse_ids
 api = NinjaAPI(
     title="factsite API",
     version="1",
-    description="Fact verification for AI-generated text: sentences → claims → web evidence → verdicts → scores.",
+    description="Fact verification for AI-generated text: sentences → claims → web evidence → verdicts → scores. "
+    "Every error is JSON with a `detail`; a method a path does not take is answered 405 with `Allow`.",
     urls_namespace="api",
 )
 
@@ -61,6 +62,12 @@ def body_too_large(request: HttpRequest, exc: RequestDataTooBig):
         {"detail": f"The request body is too large: the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes."},
         status=413,
     )
+
+
+@api.exception_handler(RefusedAddress)
+def address_refused(request: HttpRequest, exc: RefusedAddress):
+    # The address given is at fault (it leads into a private network), not an outside service.
+    return api.create_response(request, {"detail": str(exc)}, status=422)
 
 
 @api.exception_handler(StepError)

@@ -2,7 +2,6 @@
 step does). They run in the web process on one input; api.py mounts them under /api/steps."""
 
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
@@ -14,6 +13,7 @@ from pydantic import AfterValidator, field_validator
 from verification import providers, services
 from verification.pipeline import categorize, decompose, extract, judge, lazy, search, segment
 from verification.pipeline.types import EvidenceToJudge, SegmentedSentence
+from verification.pipeline.urls import UnsafeAddress, parse_web_address
 from verification.schemas import BODY_ERRORS, SPENDING_ERRORS, Band, Error, ScoreRule, SourceTypeValue, VerdictValue
 from verification.scoring import DEFAULT_RULE, EvidenceRecord, Tally, compute_scores
 
@@ -125,20 +125,15 @@ def step_search(request: HttpRequest, payload: SearchIn):
 
 def web_address_problem(url: str) -> str:
     """Why `url` is not an address the fetcher can try ("" when it is): input to refuse with
-    a 4xx, not a page that failed."""
+    a 4xx, not a page that failed. Read as the fetcher reads it (urls.parse_web_address)."""
+    if "://" not in url:
+        return f"not a web address: {url[:100]!r} (give an http:// or https:// URL, e.g. https://example.org/page)"
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 (parsing the port is what raises for a bad one)
-    except ValueError as error:
-        return f"not a valid URL ({error})"
-    if parts.scheme not in ("http", "https"):
-        if not parts.scheme or not parts.netloc:
-            return f"not a web address: {url[:100]!r} (give an http:// or https:// URL, e.g. https://example.org/page)"
-        return f"only http:// and https:// pages are fetched, not {parts.scheme}://"
-    if not parts.hostname:
-        return f"the URL {url[:100]!r} has no host name"
+        address = parse_web_address(url)
+    except UnsafeAddress as error:
+        return str(error)
     try:
-        requests.Request("GET", url).prepare()
+        requests.Request("GET", address.url).prepare()
     except requests.RequestException as error:
         return f"not a valid URL ({error})"
     return ""
@@ -166,7 +161,16 @@ class PageOut(Schema):
     sentences: list[str]
 
 
-@steps.post("/extract", response={200: PageOut, **BODY_ERRORS, **SPENDING_ERRORS, 502: Error})
+@steps.post(
+    "/extract",
+    response={200: PageOut, **BODY_ERRORS, **SPENDING_ERRORS, 422: Error, 502: Error},
+    openapi_extra={
+        "responses": {
+            422: {"description": "The address is refused: it leads to a non-public address (or redirects to one)"},
+            502: {"description": "The page could not be fetched or read"},
+        }
+    },
+)
 def step_extract(request: HttpRequest, payload: ExtractIn):
     """Fetch a page (SSRF-safe) and extract its title and main text."""
     passages = lazy.load("verification.pipeline.passages")  # nltk: seconds to import, not at the start
@@ -220,9 +224,11 @@ class CategoryOut(Schema):
 def step_categorize(request: HttpRequest, payload: CategorizeIn):
     """A host's source type: rule table, the per-host cache, then the LLM."""
     try:
-        host = providers.host_of(payload.host if "//" in payload.host else f"http://{payload.host}")
-    except ValueError:
+        address = parse_web_address(payload.host if "//" in payload.host else f"http://{payload.host}")
+    except UnsafeAddress:
         host = ""
+    else:
+        host = providers.host_of(address.url)
     if not host:
         raise HttpError(400, f"Not a host name or URL: {payload.host!r}")
     rule = categorize.categorize_by_rules(host)

@@ -10,7 +10,9 @@ import json
 from typing import TypeVar
 
 import pydantic
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import HttpRequest
+from django.http.multipartparser import MultiPartParserError
 from ninja import Schema
 from ninja.errors import HttpError
 from ninja.errors import ValidationError as NinjaValidationError
@@ -23,22 +25,37 @@ def read_request(request: HttpRequest, model: type[T]) -> tuple[T, list]:
     """The validated payload and the uploaded files (none for a JSON request). Raises what
     django-ninja raises for a body it cannot parse or validate, so the answers are the same."""
     if request.content_type == "multipart/form-data":
-        raw = request.POST.get(PAYLOAD_PART)
-        if raw is None:
-            raise NinjaValidationError(
-                [{"loc": (PAYLOAD_PART,), "msg": f"Field required: the JSON body, in a part named {PAYLOAD_PART}"}]
-            )
-        files = request.FILES.getlist(FILES_PART)
+        raw, files = _multipart(request)
     else:
         raw, files = request.body, []
     try:
         data = json.loads(raw)
     except ValueError as error:  # UnicodeDecodeError included
         raise HttpError(400, "Cannot parse request body") from error
+    except RecursionError as error:  # thousands of nested arrays: the decoder gives up, so do we
+        raise HttpError(400, "Cannot parse request body: it is nested too deeply") from error
     try:
         return model.model_validate(data), files
     except pydantic.ValidationError as error:
         raise NinjaValidationError(error.errors(include_url=False)) from error
+
+
+def _multipart(request: HttpRequest) -> tuple[str, list]:
+    """The payload part and the files. Django's parser raises for a body it cannot read (no or a
+    bad boundary, a part's headers over its size limit, as a long file name makes them): that is
+    the client's mistake, answered in JSON like every other one, not with Django's HTML page."""
+    try:
+        raw = request.POST.get(PAYLOAD_PART)
+        files = request.FILES.getlist(FILES_PART)
+    except RequestDataTooBig:
+        raise  # its own answer, 413 (api.py)
+    except (MultiPartParserError, SuspiciousOperation) as error:
+        raise HttpError(400, f"Cannot parse the multipart body: {error}") from error
+    if raw is None:
+        raise NinjaValidationError(
+            [{"loc": (PAYLOAD_PART,), "msg": f"Field required: the JSON body, in a part named {PAYLOAD_PART}"}]
+        )
+    return raw, files
 
 
 def request_body_schema(model: type[Schema]) -> dict:

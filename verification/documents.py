@@ -17,6 +17,7 @@ from django.core.validators import URLValidator
 
 from verification import providers
 from verification.pipeline.extract import decode
+from verification.pipeline.urls import UnsafeAddress, parse_web_address
 
 PDF, HTML, TEXT, MARKDOWN = "application/pdf", "text/html", "text/plain", "text/markdown"
 EVIDENCE_MODES = [
@@ -103,6 +104,10 @@ def url_document(url: str) -> DocumentDraft:
         URLValidator(schemes=["http", "https"])(url)
     except ValidationError:
         raise ValidationError(f"{url[:200]} is not a web address (http:// or https://).", code="url") from None
+    try:
+        parse_web_address(url)  # as the fetcher will read it: refused now rather than when fetched
+    except UnsafeAddress as error:
+        raise ValidationError(f"{url[:200]}: {error}.", code="url") from None
     return DocumentDraft(url=url, host=providers.host_of(url))
 
 

@@ -119,18 +119,22 @@ class VerificationForm(forms.Form):
             )
         if looks_binary(text):
             raise forms.ValidationError("This does not look like text (it contains binary or control characters).")
-        self._check_budget(text)
+        # Split as the run will split it: what is refused here is exactly what the run would
+        # have found no sentence in (it would start, then fail).
+        sentences = len(segment.segment(text))
+        if not sentences:
+            raise forms.ValidationError(
+                "There is no sentence to check in this text: it has no words, only symbols, emoji or punctuation.",
+                code="no_sentence",
+            )
+        self._check_budget(sentences)
         return text
 
-    def _check_budget(self, text: str) -> None:
+    def _check_budget(self, sentences: int) -> None:
         """Every sentence costs at least one claim, so a text with more sentences than a run's
-        claim budget cannot be checked whole: refused before it starts, sentences counted as the
-        run will split them."""
+        claim budget cannot be checked whole: refused before it starts."""
         budget = settings.MAX_CLAIMS_PER_RUN
-        if budget <= 0:
-            return
-        sentences = len(segment.segment(text))
-        if sentences > budget:
+        if budget > 0 and sentences > budget:
             raise forms.ValidationError(
                 f"This text has {sentences:,} sentences; a run checks at most {budget:,} claims "
                 "(MAX_CLAIMS_PER_RUN). Shorten it or split it into several runs.",

@@ -29,8 +29,9 @@ _stopping = threading.Event()
 def install_stop_handlers() -> None:
     """On SIGTERM/SIGINT: end the CPU pool at once, then stop as the signal would have stopped
     the process anyway, and end it outright after GRACE_S. Only over Python's own default
-    handlers (runserver, the CLI): a server that handles these signals itself (gunicorn, a
-    Celery worker; see `stopping`) keeps its own. From the main thread only."""
+    handlers (runserver, the CLI): a server that handles these signals itself keeps its own and
+    calls `stopping` from its hooks (gunicorn: factsite/gunicorn_conf.py; a Celery worker: the
+    worker_shutting_down handler in factsite/celery.py). From the main thread only."""
     if threading.current_thread() is not threading.main_thread():
         return
     for signum in STOP_SIGNALS:

@@ -5,6 +5,7 @@ run, MAX_CLAIMS_PER_RUN, is checked with the text, in forms.py.)"""
 
 import hashlib
 import hmac
+import inspect
 import math
 from dataclasses import dataclass
 from datetime import timedelta
@@ -39,7 +40,10 @@ class JsonOnlyApiMiddleware:
     visitor's browser send: a form or `text/plain` needs no CORS preflight, `application/json`
     does, and we never grant one. django-ninja parses any body as JSON whatever its type, so the
     type is checked here, before the body is read, for every API operation. Uploads
-    (multipart/form-data) are taken where an operation reads them, with UPLOAD_HEADER."""
+    (multipart/form-data) are taken where an operation reads them, with UPLOAD_HEADER.
+
+    A method the path does not serve is answered first, 405 with Allow, in JSON like the API's
+    other errors: no content type makes a PUT on a path that only reads or creates acceptable."""
 
     def __init__(self, get_response) -> None:
         self.get_response = get_response
@@ -48,7 +52,17 @@ class JsonOnlyApiMiddleware:
         return self.get_response(request)
 
     def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
-        if request.method not in BODY_METHODS or "api" not in request.resolver_match.namespaces:
+        if "api" not in request.resolver_match.namespaces:
+            return None
+        allowed = _api_methods(view_func)
+        if allowed and request.method not in allowed:
+            response = JsonResponse(
+                {"detail": f"{request.method} is not allowed here; this path takes {', '.join(sorted(allowed))}."},
+                status=405,
+            )
+            response["Allow"] = ", ".join(sorted(allowed))
+            return response
+        if request.method not in BODY_METHODS:
             return None
         if request.content_type == "application/json":
             return None
@@ -64,6 +78,18 @@ class JsonOnlyApiMiddleware:
             },
             status=415,
         )
+
+
+def _api_methods(view_func) -> frozenset[str]:
+    """The methods a django-ninja view serves: its PathView (which answers a wrong method itself,
+    but in plain text) is the one thing its view function closes over. Empty when that changes
+    in a new django-ninja: then ninja's own 405 stands."""
+    try:
+        path_view = inspect.getclosurevars(view_func).nonlocals.get("self")
+    except TypeError:  # not a plain function: ninja's schema and docs views (GET only anyway)
+        return frozenset()
+    operations = getattr(path_view, "operations", ())
+    return frozenset(method for operation in operations for method in operation.methods)
 
 
 def upload_body_limit() -> int | None:

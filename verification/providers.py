@@ -6,7 +6,6 @@ import hashlib
 import hmac
 import threading
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from django.conf import settings
 
@@ -24,6 +23,7 @@ from verification.clients.search import (
 )
 from verification.pipeline import lazy
 from verification.pipeline.types import StepError
+from verification.pipeline.urls import UnsafeAddress, parse_web_address
 
 if TYPE_CHECKING:
     from verification.clients.llm import LLMClient
@@ -148,14 +148,16 @@ def embedder(name: str | None = None) -> SentenceEmbedder:
 
 def host_of(url: str) -> str:
     """The site a URL belongs to: its host name (without "www."), with the port when it is not
-    the scheme's default, since two ports of one host can be two different sites."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").removeprefix("www.")
+    the scheme's default, since two ports of one host can be two different sites. The host is
+    the one the fetcher contacts (urls.parse_web_address); an address it refuses is shown as
+    written, up to its path, never as one parser's guess."""
     try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return f"{host}:{port}" if port and port != {"http": 80, "https": 443}.get(parts.scheme) else host
+        address = parse_web_address(url)
+    except UnsafeAddress:
+        return url.split("://", 1)[-1].split("/", 1)[0][:255]
+    host = address.host.removeprefix("www.")
+    port = address.port
+    return f"{host}:{port}" if port and port != {"http": 80, "https": 443}.get(address.scheme) else host
 
 
 def configuration_problems(model_name: str | None = None, *, web_search: bool = True) -> list[str]:

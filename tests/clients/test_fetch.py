@@ -14,6 +14,7 @@ from tests.fakes import FakePage, FakeSite
 from tests.pdfs import make_pdf
 from verification.clients import fetch
 from verification.clients.fetch import PageFetcher, is_public_address
+from verification.pipeline.domains import BLOCKED, DomainRules
 from verification.pipeline.types import StepError
 
 ARTICLE = FakePage("Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris.")
@@ -277,7 +278,7 @@ def test_it_stops_after_too_many_redirects(sites):
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://127.0.0.1/file.html"])
 @pytest.mark.parametrize("allow_private", [True, False])
 def test_it_fetches_only_http_and_https(url, allow_private):
-    with pytest.raises(StepError, match="only http and https"):
+    with pytest.raises(StepError, match="only http:// and https:// pages are fetched"):
         fetcher(allow_private=allow_private).fetch(url)
 
 
@@ -556,3 +557,140 @@ def test_a_pdf_with_a_content_length_that_is_not_a_number_is_still_read(serve):
     document = fetcher(timeout=2).fetch(url + "/report.pdf")
 
     assert (document.content_type, document.body) == ("application/pdf", pdf)
+
+
+# --- one reading of an address: the domain lists judge the host the fetcher contacts
+
+
+@pytest.fixture
+def counting(serve):
+    """A server on 127.0.0.1 answering every path with a page; returns (its port, the paths it
+    was asked for, whatever they were)."""
+
+    def start(redirect_to: str = "") -> tuple[int, list[str]]:
+        asked: list[str] = []
+
+        def respond(handler) -> None:
+            asked.append(handler.path)
+            if redirect_to:
+                handler.send_response(302)
+                # As UTF-8 bytes, as servers send a non-ASCII Location (http.server writes latin-1).
+                handler.send_header("Location", redirect_to.encode().decode("latin-1"))
+                handler.send_header("Content-Length", "0")
+                handler.end_headers()
+            else:
+                send(handler, 200, ARTICLE.html())
+
+        return int(serve(respond).rsplit(":", 1)[1]), asked
+
+    return start
+
+
+@pytest.fixture
+def test_names_resolve_to_loopback(monkeypatch):
+    """Names under .test resolve to 127.0.0.1 (as /etc/hosts would have them), so an
+    internationalised name can name a real server here; every other name resolves as usual."""
+    resolve = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):
+        if isinstance(host, str) and host.endswith(".test"):
+            host = "127.0.0.1"
+        return resolve(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+def read_as_a_run_would(url: str, rules: DomainRules) -> str:
+    """What a run does with a search hit: its domain lists first, then the fetch, with the lists
+    asked again at every redirect. The refusal, or the fetch's error, or "read"."""
+    refusal = rules.refusal(url)
+    if refusal:
+        return refusal
+    try:
+        fetcher().fetch(url, refuse=rules.reason)
+    except StepError as error:
+        return str(error)
+    return "read"
+
+
+@pytest.mark.parametrize(
+    ("hit", "blocked", "outcome"),
+    [
+        # Python's urlsplit reads the host after the "@" (the other server), urllib3 and browsers
+        # before the "\" (the blocked one): it was let through and sent to the blocked server.
+        ("http://localhost:{blocked}\\@127.0.0.1:{other}/page", "localhost", "contains a backslash"),
+        ("http://127.0.0.1:{other}\\@localhost:{blocked}/page", "localhost", "contains a backslash"),
+        # User info before the host hides which host it is; every parser reads the last one.
+        ("http://127.0.0.1:{other}@localhost:{blocked}/page", "localhost", "has a user name before its host"),
+        ("http://localhost:{blocked}@127.0.0.1:{other}/page", "localhost", "has a user name before its host"),
+        # Python drops tabs and line breaks inside the host; urllib3 keeps them.
+        ("http://local\thost:{blocked}/page", "localhost", "contains a space, a tab, a line break"),
+        ("http://local\nhost:{blocked}/page", "localhost", "contains a space, a tab, a line break"),
+        ("http://localhost\r:{blocked}/page", "localhost", "contains a space, a tab, a line break"),
+        # A percent-encoded host is the host a browser decodes it to.
+        ("http://local%68ost:{blocked}/page", "localhost", BLOCKED),
+        ("http://%6c%6f%63%61%6c%68%6f%73%74:{blocked}/page", "localhost", BLOCKED),
+        # Internationalised names: the lists read straße as strasse (IDNA 2003), the fetcher as
+        # xn--strae-oqa (UTS 46, as browsers do): a list naming either let the other through.
+        ("http://straße.test:{blocked}/page", "xn--strae-oqa.test", BLOCKED),
+        ("http://xn--strae-oqa.test:{blocked}/page", "straße.test", BLOCKED),
+        ("http://ＳＴＲＡßＥ.test:{blocked}/page", "straße.test", BLOCKED),
+    ],
+)
+def test_an_address_parsers_disagree_on_never_reaches_a_blocked_server(
+    counting, test_names_resolve_to_loopback, hit, blocked, outcome
+):
+    blocked_port, blocked_asked = counting()
+    other_port, other_asked = counting()
+    url = hit.format(blocked=blocked_port, other=other_port)
+
+    result = read_as_a_run_would(url, DomainRules.of(blocked=[blocked]))
+
+    assert outcome in result
+    assert blocked_asked == []
+    if outcome != BLOCKED:  # refused before any connection: the other server was not asked either
+        assert result.startswith("refused before connecting: the URL") and other_asked == []
+
+
+def test_an_address_parsers_disagree_on_never_reaches_a_server_outside_the_allowed_list(counting):
+    outside_port, outside_asked = counting()
+    allowed_port, allowed_asked = counting()
+    url = f"http://localhost:{outside_port}\\@127.0.0.1:{allowed_port}/page"
+
+    result = read_as_a_run_would(url, DomainRules.of(allowed=["127.0.0.1"]))
+
+    assert result.startswith("refused before connecting: the URL") and "backslash" in result
+    assert outside_asked == [] and allowed_asked == []
+
+
+@pytest.mark.parametrize(
+    ("target", "outcome"),
+    [
+        ("http://localhost:{blocked}\\@127.0.0.1:{other}/page", "redirected to an address refused before connecting"),
+        ("http://127.0.0.1:{other}@localhost:{blocked}/page", "redirected to an address refused before connecting"),
+        ("http://straße.test:{blocked}/page", "redirected to another site: xn--strae-oqa.test is on a blocked"),
+        ("http://local%68ost:{blocked}/page", "redirected to another site: localhost is on a blocked domain list"),
+    ],
+)
+def test_a_redirect_parsers_disagree_on_never_reaches_a_blocked_server(
+    counting, test_names_resolve_to_loopback, target, outcome
+):
+    blocked_port, blocked_asked = counting()
+    other_port, other_asked = counting()
+    entry_port, _ = counting(redirect_to=target.format(blocked=blocked_port, other=other_port))
+    rules = DomainRules.of(blocked=["localhost", "xn--strae-oqa.test"])
+
+    result = read_as_a_run_would(f"http://127.0.0.1:{entry_port}/moved", rules)
+
+    assert outcome in result
+    assert blocked_asked == [] and other_asked == []
+
+
+def test_a_redirect_is_followed_to_the_address_as_the_lists_read_it(counting, test_names_resolve_to_loopback):
+    target_port, target_asked = counting()
+    entry_port, _ = counting(redirect_to=f"http://ＳＴＲＡßＥ.test:{target_port}/page?x=1")
+
+    document = fetcher().fetch(f"http://127.0.0.1:{entry_port}/moved")
+
+    assert document.final_url == f"http://xn--strae-oqa.test:{target_port}/page?x=1"
+    assert target_asked == ["/page?x=1"]

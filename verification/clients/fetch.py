@@ -17,7 +17,8 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError, ReadTimeoutError
 from urllib3.util.connection import allowed_gai_family, create_connection
 
-from verification.pipeline.types import FetchedDocument, StepError
+from verification.pipeline.types import FetchedDocument, RefusedAddress, StepError
+from verification.pipeline.urls import UnsafeAddress, parse_web_address
 
 USER_AGENT = "Mozilla/5.0 (compatible; factsite/0.1; fact verification of AI-written text)"
 PDF = "application/pdf"
@@ -132,14 +133,19 @@ class PageFetcher:
 
     def fetch(self, url: str, *, refuse: Callable[[str], str | None] | None = None) -> FetchedDocument:
         """`refuse(url)`: a reason not to follow a redirect to `url` (a blocked domain), asked
-        before that host is contacted."""
+        before that host is contacted. The address and every redirect's are read by
+        urls.parse_web_address, as the domain lists read them, and sent as it rebuilt them."""
+        try:
+            address = parse_web_address(url)
+        except UnsafeAddress as error:
+            raise RefusedAddress(f"refused before connecting: {error}") from None
         try:
             with self.session.get(
-                url,
+                address.url,
                 stream=True,
                 timeout=self.timeout,
                 headers={"User-Agent": USER_AGENT, "Accept": ACCEPT_HEADER},
-                hooks={"response": _redirect_guard(refuse)} if refuse else None,
+                hooks={"response": _redirect_guard(self.session, refuse)},
             ) as response:
                 return self._read(url, response)
         except requests.exceptions.InvalidSchema as error:
@@ -152,8 +158,7 @@ class PageFetcher:
             # A read timeout while streaming the body arrives as a ConnectionError.
             if error.args and isinstance(error.args[0], ReadTimeoutError):
                 raise StepError(f"the page did not answer within {self.timeout:g} s") from error
-            reason, transient = _connection_reason(error)
-            raise StepError(reason, transient=transient) from error
+            raise _connection_failure(error) from error
         except requests.RequestException as error:
             raise StepError(f"the page could not be fetched ({type(error).__name__})") from error
 
@@ -215,26 +220,32 @@ def _megabytes(size: int) -> str:
     return f"{size / 1_000_000:g} MB"
 
 
-def _redirect_guard(refuse: Callable[[str], str | None]):
+def _redirect_guard(session: requests.Session, refuse: Callable[[str], str | None] | None):
     """A response hook: requests runs it on every hop before following the next, so a refused
-    redirect target is never connected to."""
+    redirect target is never connected to. The target it lets through is put back in the
+    Location header as parse_web_address rebuilt it: requests then follows the host judged."""
 
     def check(response: requests.Response, **kwargs) -> requests.Response:
         if response.is_redirect:
-            target = urljoin(response.url, response.headers["Location"])
-            reason = refuse(target)
+            try:
+                # Read as requests reads it (a non-ASCII Location arrives as UTF-8 bytes).
+                target = parse_web_address(urljoin(response.url, session.get_redirect_target(response)))
+            except UnsafeAddress as error:
+                response.close()
+                raise RefusedAddress(f"the page redirected to an address refused before connecting: {error}") from None
+            reason = refuse(target.url) if refuse else None
             if reason:
                 response.close()
                 raise StepError(f"the page redirected to another site: {reason}", transient=False)
+            response.headers["Location"] = target.url
         return response
 
     return check
 
 
-def _connection_reason(error: requests.exceptions.ConnectionError) -> tuple[str, bool]:
-    """The reason, and whether it is transient: a refused address stays refused."""
+def _connection_failure(error: requests.exceptions.ConnectionError) -> StepError:
     # requests wraps urllib3's MaxRetryError, whose `reason` is the connection's own error.
     reason = getattr(error.args[0], "reason", None) if error.args else None
     if isinstance(reason, PrivateAddressError):
-        return reason.message, False
-    return "could not connect to the page's server", True
+        return RefusedAddress(reason.message)  # a refused address stays refused
+    return StepError("could not connect to the page's server", transient=True)

@@ -2,16 +2,16 @@
 ("example.com" covers "news.example.com", never "badexample.com"); hosts and list entries are
 compared lowercased, without a trailing dot or a leading "www.", and internationalised names
 in their ASCII (punycode) form, so one site cannot slip past the list by spelling its name
-another way."""
+another way. The host of a URL is the one the fetcher contacts: both read it with urls.py."""
 
 import ipaddress
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from urllib.parse import urlsplit
 
 from .types import SearchHit
+from .urls import UnsafeAddress, parse_web_address, web_host
 
 # A run's own block list is typed by a person: enough for every site they distrust, small
 # enough that a request cannot make each search hit compare against thousands of entries.
@@ -28,22 +28,33 @@ class InvalidDomain(ValueError):
 
 
 def canonical_host(host: str) -> str:
-    """The form hosts and list entries are compared in; "" when it cannot be a host name."""
-    host = host.strip().lower().rstrip(".").removeprefix("www.")
-    if not host:
-        return ""
+    """A list entry's host in the form hosts are compared in; "" when it cannot be a host name.
+    Stricter than a URL's host (no underscores): entries are typed by people."""
+    host = host.strip()
     try:
         return str(ipaddress.ip_address(host.strip("[]")))
     except ValueError:
         pass
+    host = _compared(web_host(host))
+    if ":" in host:  # an IPv6 address
+        return host
+    if len(host) > 253 or not all(_LABEL.fullmatch(label) for label in host.split(".")):
+        return ""
+    return host
+
+
+def _compared(host: str) -> str:
+    """A host as parsed (urls.web_host) → the form it is compared in."""
+    return host.rstrip(".").removeprefix("www.")
+
+
+def _url_host(url: str) -> str | None:
+    """The host the fetcher would contact, comparable; None for an address it refuses anyway
+    (before any connection, saying why)."""
     try:
-        ascii_host = host.encode("idna").decode("ascii")
-    except UnicodeError:
-        return ""
-    labels = ascii_host.split(".")
-    if len(ascii_host) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
-        return ""
-    return ascii_host
+        return _compared(parse_web_address(url).host)
+    except UnsafeAddress:
+        return None
 
 
 def parse_domain(entry: str) -> str:
@@ -53,8 +64,8 @@ def parse_domain(entry: str) -> str:
     host = text
     if "://" in text:
         try:
-            host = urlsplit(text).hostname or ""
-        except ValueError:
+            host = parse_web_address(text).host
+        except UnsafeAddress:
             host = ""
     host = canonical_host(host)
     if not host:
@@ -95,12 +106,12 @@ class DomainRules:
         return bool(self.blocked or self.allowed)
 
     def refusal(self, url: str) -> str | None:
-        """BLOCKED or NOT_ALLOWED when a page at `url` must not be read, else None. A URL with
-        no host is refused by the fetcher anyway; here it passes only if nothing is listed."""
-        try:
-            host = canonical_host(urlsplit(url).hostname or "")
-        except ValueError:
-            host = ""
+        """BLOCKED or NOT_ALLOWED when a page at `url` must not be read, else None. An address
+        the fetcher refuses (no host, user info, a backslash…) passes: the fetcher refuses it
+        before any connection, and the page then says why, which a count here would not."""
+        host = _url_host(url)
+        if host is None:
+            return None
         if any(covers(domain, host) for domain in self.blocked):
             return BLOCKED
         if self.allowed and not any(covers(domain, host) for domain in self.allowed):
@@ -112,7 +123,7 @@ class DomainRules:
         refusal = self.refusal(url)
         if refusal is None:
             return None
-        host = urlsplit(url).hostname or url
+        host = _url_host(url)
         if refusal == BLOCKED:
             return f"{host} is on a blocked domain list"
         return f"{host} is not on the allowed domain list"

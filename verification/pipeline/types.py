@@ -28,6 +28,15 @@ class StepError(Exception):
         return (type(self), (str(self),), {"transient": self.transient})
 
 
+class RefusedAddress(StepError):
+    """A web address the fetcher refuses to contact at all (it leads into a private network, or
+    hides which host it names): the fault of whoever gave the address, not of a page, so a
+    retry meets the same refusal."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message, transient=transient)
+
+
 class SourceType(StrEnum):
     NEWS = "news"
     BLOG = "blog"

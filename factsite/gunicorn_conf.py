@@ -1,0 +1,56 @@
+"""gunicorn's settings for `scripts/run.sh` (`gunicorn -c python:factsite.gunicorn_conf`).
+
+One process, many threads: without REDIS_URL the runs execute on the embedded Celery worker of
+the process that created them (factsite.celery), so a second process would only be a second
+server with its own runs and its own CPU pool. gunicorn, unlike runserver, keeps a deep listen
+queue and a thread pool, so a burst of submissions waits for a thread instead of being reset
+(runserver reset 25 of 70 simultaneous submissions; tests/test_lifecycle.py).
+
+Stopping: gunicorn handles SIGTERM and SIGINT in its worker itself, so lifecycle's handlers stay
+out (see lifecycle.install_stop_handlers); the hooks below call lifecycle.stopping() the moment
+either arrives, which ends the CPU pool and the worker process within lifecycle.GRACE_S, whatever
+its runs are waiting for."""
+
+import os
+import signal
+
+workers = 1
+worker_class = "gthread"
+threads = int(os.environ.get("WEB_THREADS") or 8)
+# The master's own bound on a stopping worker, a little past the worker's (lifecycle.GRACE_S).
+graceful_timeout = 7
+# A worker silent this long is killed and replaced, with its runs: on a loaded machine a worker
+# starting its CPU pool can miss gunicorn's 30 s default without being stuck.
+timeout = 120
+# One line per request on the terminal, as runserver printed.
+accesslog = "-"
+
+
+def post_worker_init(worker) -> None:
+    # gunicorn's SIGTERM only stops accepting and waits for the requests in flight; the runs in
+    # flight (LLM calls, pages) would then hold the interpreter's exit. Stop them as well.
+    graceful_exit = signal.getsignal(signal.SIGTERM)
+
+    def on_sigterm(signum, frame) -> None:
+        _stopping()
+        graceful_exit(signum, frame)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.siginterrupt(signal.SIGTERM, False)  # as gunicorn had it: requests are not interrupted
+
+
+def worker_int(worker) -> None:
+    """SIGINT (Ctrl-C) or SIGQUIT to the worker, just before it exits."""
+    _stopping()
+
+
+def worker_exit(server, worker) -> None:
+    # Also called in the master when it reaps a worker: only the worker itself stops here.
+    if worker.pid == os.getpid():
+        _stopping()
+
+
+def _stopping() -> None:
+    from verification import lifecycle
+
+    lifecycle.stopping()
