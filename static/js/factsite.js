@@ -38,16 +38,31 @@ function resultBody() {
   return document.getElementById("result-body");
 }
 
+// A control's link is the view it was rendered in plus its own change. A second change made
+// while the first is on its way would drop the first, so it waits for the first's answer and
+// then asks with its control's link as that answer has rendered it.
+const waitingChanges = [];
+
+function isReaderChange(elt) {
+  const body = resultBody();
+  return Boolean(body) && elt !== body && body.contains(elt);
+}
+
+document.addEventListener("htmx:confirm", (event) => {
+  if (pendingView === null || !isReaderChange(event.detail.elt)) return;
+  event.preventDefault();
+  waitingChanges.push(event.detail.issueRequest);
+});
+
 document.addEventListener("htmx:configRequest", (event) => {
   const { elt } = event.detail;
-  const body = resultBody();
-  if (!body || !body.contains(elt)) return;
-  if (elt === body) {
+  if (elt === resultBody()) {
     // Until the address bar shows the reader's latest change, that change is the current view.
     event.detail.path = pendingView ?? window.location.pathname + window.location.search;
     // A server that neither answers nor refuses still counts as unreachable.
     event.detail.timeout = 15_000;
-  } else {
+  } else if (isReaderChange(elt)) {
+    event.detail.path = elt.getAttribute("hx-get") ?? event.detail.path;
     viewVersion += 1;
     pendingView = event.detail.path;
   }
@@ -72,7 +87,11 @@ document.addEventListener("htmx:afterRequest", (event) => {
   if (!sent) return;
   // Answered or failed, the latest change is no longer pending: on success the address bar
   // shows it now; on failure the page stays with the view the address bar shows.
-  if (!sent.poll && sent.version === viewVersion) pendingView = null;
+  if (!sent.poll && sent.version === viewVersion) {
+    pendingView = null;
+    const next = waitingChanges.shift();
+    if (next) next(true);
+  }
   if (event.detail.successful) connectionRestored();
 });
 
@@ -80,6 +99,7 @@ document.addEventListener("htmx:afterRequest", (event) => {
 document.addEventListener("htmx:historyRestore", () => {
   viewVersion += 1;
   pendingView = null;
+  waitingChanges.length = 0;
   startWatchingRun();
 });
 
