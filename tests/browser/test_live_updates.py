@@ -27,8 +27,6 @@ from verification.selectors import evidence_records
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-# The sentence of the sample the fake model holds back (see the `held` fixture).
-HELD_WORD = "1930"
 LATENCY_MS = 700
 
 # What the reader has chosen or changed, as the page shows it.
@@ -73,17 +71,6 @@ RECORD_REQUESTS = """() => {
     if (entry) entry.swapped = true;
   });
 }"""
-
-
-@pytest.fixture
-def held(world, settings):
-    """The fake model holds back the sample's "1930" sentence (split on its own) until the test
-    calls `release()`: the run stays running, everything else finished, for as long as the test
-    needs."""
-    settings.DECOMPOSE_CHUNK_SENTENCES = 1
-    world.llm.held_words = (HELD_WORD,)
-    yield world.llm
-    world.llm.release()
 
 
 def wait_for(condition, *, timeout_s: float, message: str) -> None:
