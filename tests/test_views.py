@@ -575,7 +575,7 @@ def test_the_result_page_has_empty_live_regions_outside_what_updates_replace(cli
     [
         (Status.RUNNING, "", None),
         (Status.DONE, "", "Verification finished: all the evidence found has been judged."),
-        (Status.FAILED, "the API key was refused", "Verification failed: the API key was refused"),
+        (Status.FAILED, "the API key was refused", "Verification failed: the reason is shown below."),
     ],
 )
 def test_a_finished_runs_fragment_carries_the_words_that_announce_its_end(client, status, error, message):
