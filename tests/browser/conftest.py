@@ -51,7 +51,7 @@ def new_context(browser, live_server):
             route.abort()
 
     def open_context(**options):
-        context = browser.new_context(base_url=live_server.url, viewport=VIEWPORT, **options)
+        context = browser.new_context(base_url=live_server.url, **{"viewport": VIEWPORT, **options})
         context.set_default_timeout(15_000)
         context.route("**/*", only_loopback)
         contexts.append(context)
