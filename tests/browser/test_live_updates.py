@@ -346,6 +346,24 @@ def test_polls_that_cannot_reach_the_server_say_so_back_off_and_catch_up(page, h
     expect(page.locator("#run-ended")).to_have_text(re.compile(r"^Verification finished"))
 
 
+def test_a_change_that_cannot_reach_the_server_says_it_was_not_applied(page, world, celery_worker):
+    verification_id = submit(page, SAMPLE)
+    wait_until_done(page)
+    notice = page.locator("#connection-notice")
+
+    page.route("**/v/**", lambda route: route.abort("connectionrefused"))
+    page.click("#sentence-0")
+    expect(notice).to_have_text(re.compile(r"^The server cannot be reached: your last change was not applied\."))
+    assert "sentence=" not in page.url
+
+    page.unroute("**/v/**")
+    page.click("#sentence-0")
+    page.wait_for_url(re.compile(r"\?sentence=0$"))
+    expect(notice).to_have_text("")
+    expect(page.locator("#evidence-heading")).to_have_text("Sentence 1")
+    assert_page_shows(page, expected_scores(verification_id))
+
+
 class GatewayProxy(LoopbackServer):
     """A reverse proxy in front of the live server, as nginx stands in front of gunicorn. While
     `status` is set it answers that instead (502: the app behind it is down; 503: overloaded)."""
