@@ -51,8 +51,21 @@ function isReaderChange(elt) {
 document.addEventListener("htmx:confirm", (event) => {
   if (pendingView === null || !isReaderChange(event.detail.elt)) return;
   event.preventDefault();
-  waitingChanges.push(event.detail.issueRequest);
+  const { elt, issueRequest } = event.detail;
+  waitingChanges.push({ elt, id: elt.id, issue: issueRequest });
 });
+
+function issueNextWaitingChange() {
+  while (waitingChanges.length > 0) {
+    const { elt, id, issue } = waitingChanges.shift();
+    // A control the answer took away (the evidence of another sentence) has nothing left to
+    // change, nor has one whose node idiomorph reused for another control (another id).
+    if (isReaderChange(elt) && elt.id === id) {
+      issue(true);
+      return;
+    }
+  }
+}
 
 document.addEventListener("htmx:configRequest", (event) => {
   const { elt } = event.detail;
@@ -89,8 +102,7 @@ document.addEventListener("htmx:afterRequest", (event) => {
   // shows it now; on failure the page stays with the view the address bar shows.
   if (!sent.poll && sent.version === viewVersion) {
     pendingView = null;
-    const next = waitingChanges.shift();
-    if (next) next(true);
+    issueNextWaitingChange();
   }
   if (event.detail.successful) connectionRestored();
 });

@@ -265,6 +265,18 @@ def test_two_quick_changes_on_a_slow_server_both_count(page, held, celery_worker
     assert state["url"].endswith(f"?sentence={index}&exclude_evidence={both}")
     assert_page_shows(page, expected_scores(verification_id, excluded_ids={first.id, second.id}))
 
+    # Another sentence, then at once an untick in the panel that sentence's answer replaces: that
+    # untick has no control left when its turn comes, and must not bring the old sentence back.
+    elsewhere = next(i for i in (0, 1, 2, 4, 5) if i != index)
+    page.click(f"#sentence-{elsewhere}")
+    # Clicked from inside the page, so it lands before the sentence's answer can replace the panel.
+    page.evaluate("document.querySelector('#evidence input[name=evidence]:checked').click()")
+    assert page.evaluate("window.__requests.filter(r => !r.poll).at(-1).answered") is None
+    page.wait_for_url(re.compile(rf"\?sentence={elsewhere}&"))
+    wait_for_polls(page, 2)
+    assert page.url.endswith(f"?sentence={elsewhere}&exclude_evidence={both}")
+    expect(page.locator("#evidence-heading")).to_have_text(f"Sentence {elsewhere + 1}")
+
 
 def test_the_end_of_a_run_is_announced_once_to_whoever_watched_it(page, held, celery_worker):
     verification_id = submit(page, SAMPLE)
