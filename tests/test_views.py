@@ -562,6 +562,35 @@ def test_a_failed_run_shows_why_and_stops_polling(client):
 
 
 @pytest.mark.django_db
+def test_the_result_page_has_empty_live_regions_outside_what_updates_replace(client, scored):
+    doc = parse(get(client, permalink(scored.run)))
+
+    for region in ("#connection-notice", "#run-ended"):
+        element = one(doc, f"main > {region}")
+        assert element.get("role") == "status" and element.text_content() == ""
+    notice = one(doc, "#connection-notice")
+    assert "keeps trying" in notice.get("data-polling") and "not applied" in notice.get("data-change")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("status", "error", "message"),
+    [
+        (Status.RUNNING, "", None),
+        (Status.DONE, "", "Verification finished: all the evidence found has been judged."),
+        (Status.FAILED, "the API key was refused", "Verification failed: the reason is shown below."),
+    ],
+)
+def test_a_finished_runs_fragment_carries_the_words_that_announce_its_end(client, status, error, message):
+    run = make_run(SENTENCE, status=status)
+    Verification.objects.filter(pk=run.pk).update(error=error)
+
+    found = parse(get(client, permalink(run), htmx=True)).cssselect("#result-body #run-ended-message")
+
+    assert [(m.text_content(), m.get("hidden")) for m in found] == ([(message, "")] if message else [])
+
+
+@pytest.mark.django_db
 def test_the_text_is_shown_as_pasted_with_each_sentence_a_link(client):
     text = "The Eiffel Tower is in Paris.\n\nIt was completed in 1889.  I hope this helps!"
     run = make_run("The Eiffel Tower is in Paris.", "It was completed in 1889.", "I hope this helps!", text=text)

@@ -22,6 +22,145 @@ function configureMorph() {
 configureMorph();
 document.addEventListener("DOMContentLoaded", configureMorph, { once: true });
 
+// --- The reader's view is the page's view ---
+// A result page's view (the selected sentence, the score rule, what is left out) is its URL's
+// query. While a run goes on, #result-body polls. A poll must ask for the view the reader chose
+// last, not the one its hx-get was rendered with, and an answer to any request sent before the
+// reader's latest change must never be shown: on a slow server it arrives after that change and
+// would undo it.
+let viewVersion = 0; // how many changes the reader has asked for
+let pendingView = null; // the path of the latest change until its answer arrives
+const sentRequests = new WeakMap(); // xhr → { version, poll }
+let failures = 0; // requests in a row that could not reach the server
+let retryAt = 0; // no poll before this time (ms), while backing off
+
+function resultBody() {
+  return document.getElementById("result-body");
+}
+
+// A control's link is the view it was rendered in plus its own change. A second change made
+// while the first is on its way would drop the first, so it waits for the first's answer and
+// then asks with its control's link as that answer has rendered it.
+const waitingChanges = [];
+
+function isReaderChange(elt) {
+  const body = resultBody();
+  return Boolean(body) && elt !== body && body.contains(elt);
+}
+
+document.addEventListener("htmx:confirm", (event) => {
+  if (pendingView === null || !isReaderChange(event.detail.elt)) return;
+  event.preventDefault();
+  const { elt, issueRequest } = event.detail;
+  waitingChanges.push({ elt, id: elt.id, issue: issueRequest });
+});
+
+function issueNextWaitingChange() {
+  while (waitingChanges.length > 0) {
+    const { elt, id, issue } = waitingChanges.shift();
+    // A control the answer took away (the evidence of another sentence) has nothing left to
+    // change, nor has one whose node idiomorph reused for another control (another id).
+    if (isReaderChange(elt) && elt.id === id) {
+      issue(true);
+      return;
+    }
+  }
+}
+
+document.addEventListener("htmx:configRequest", (event) => {
+  const { elt } = event.detail;
+  if (elt === resultBody()) {
+    // Until the address bar shows the reader's latest change, that change is the current view.
+    event.detail.path = pendingView ?? window.location.pathname + window.location.search;
+    // A server that neither answers nor refuses still counts as unreachable.
+    event.detail.timeout = 15_000;
+  } else if (isReaderChange(elt)) {
+    event.detail.path = elt.getAttribute("hx-get") ?? event.detail.path;
+    viewVersion += 1;
+    pendingView = event.detail.path;
+  }
+});
+
+document.addEventListener("htmx:beforeRequest", (event) => {
+  const poll = event.detail.requestConfig.elt === resultBody();
+  if (poll && Date.now() < retryAt) {
+    event.preventDefault(); // backing off while the server cannot be reached
+    return;
+  }
+  sentRequests.set(event.detail.xhr, { version: viewVersion, poll });
+});
+
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const sent = sentRequests.get(event.detail.xhr);
+  if (sent && sent.version < viewVersion) event.detail.shouldSwap = false;
+});
+
+document.addEventListener("htmx:afterRequest", (event) => {
+  const sent = sentRequests.get(event.detail.xhr);
+  if (!sent) return;
+  // Answered or failed, the latest change is no longer pending: on success the address bar
+  // shows it now; on failure the page stays with the view the address bar shows.
+  if (!sent.poll && sent.version === viewVersion) {
+    pendingView = null;
+    issueNextWaitingChange();
+  }
+  if (event.detail.successful) connectionRestored();
+});
+
+// Going back or forward shows another view: answers asked for before it are stale.
+document.addEventListener("htmx:historyRestore", () => {
+  viewVersion += 1;
+  pendingView = null;
+  waitingChanges.length = 0;
+  startWatchingRun();
+});
+
+// --- When the server cannot be reached ---
+// Polls keep going, ever less often (2, 4, then every 8 s), and the page says so; the first
+// answer clears the notice and brings the page up to date.
+function connectionLost(event) {
+  const sent = sentRequests.get(event.detail.xhr);
+  const notice = document.getElementById("connection-notice");
+  if (!sent || !notice) return;
+  failures += 1;
+  if (sent.poll) retryAt = Date.now() + Math.min(2 ** failures, 8) * 1000;
+  notice.textContent = sent.poll ? notice.dataset.polling : notice.dataset.change;
+}
+
+function connectionRestored() {
+  failures = 0;
+  retryAt = 0;
+  const notice = document.getElementById("connection-notice");
+  if (notice && notice.textContent) notice.textContent = "";
+}
+
+document.addEventListener("htmx:sendError", connectionLost);
+document.addEventListener("htmx:timeout", connectionLost);
+document.addEventListener("htmx:responseError", (event) => {
+  // 5xx: the server (or the proxy in front of it) is down or failing; a 4xx is an answer.
+  if (event.detail.xhr.status >= 500) connectionLost(event);
+});
+
+// --- The end of a run is announced once, to a reader who saw it running ---
+// The server puts the message in #run-ended-message once the run has finished; the live region
+// outside #result-body keeps it through later updates. A finished run's page, loaded or
+// reloaded, has no run to watch and says nothing.
+let watchingRun = false;
+
+function startWatchingRun() {
+  watchingRun = Boolean(resultBody()) && !document.getElementById("run-ended-message");
+}
+// Deferred: the document is parsed when this runs.
+startWatchingRun();
+
+document.addEventListener("htmx:afterSettle", () => {
+  const message = document.getElementById("run-ended-message");
+  const region = document.getElementById("run-ended");
+  if (!watchingRun || !message || !region) return;
+  watchingRun = false;
+  region.textContent = message.textContent.trim();
+});
+
 // --- On narrow screens, show the evidence of the sentence just selected ---
 // There the evidence panel sits below the text, out of sight of the link that filled it.
 const narrowScreen = window.matchMedia("(max-width: 900px)");

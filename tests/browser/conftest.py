@@ -51,7 +51,7 @@ def new_context(browser, live_server):
             route.abort()
 
     def open_context(**options):
-        context = browser.new_context(base_url=live_server.url, viewport=VIEWPORT, **options)
+        context = browser.new_context(base_url=live_server.url, **{"viewport": VIEWPORT, **options})
         context.set_default_timeout(15_000)
         context.route("**/*", only_loopback)
         contexts.append(context)
@@ -66,3 +66,18 @@ def new_context(browser, live_server):
 @pytest.fixture
 def page(new_context):
     return new_context().new_page()
+
+
+# The sentence of the sample (sample.txt) the fake model holds back in the `held` fixture.
+HELD_WORD = "1930"
+
+
+@pytest.fixture
+def held(world, settings):
+    """The fake model holds back the sample's "1930" sentence (split on its own) until the test
+    calls `release()`: the run stays running, everything else finished, for as long as the test
+    needs."""
+    settings.DECOMPOSE_CHUNK_SENTENCES = 1
+    world.llm.held_words = (HELD_WORD,)
+    yield world.llm
+    world.llm.release()

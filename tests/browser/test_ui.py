@@ -1,7 +1,6 @@
 """The web UI in a real browser: live server → real Celery worker on real Redis → the fake LLM,
 search and sites on 127.0.0.1 (tests/fakes.py), driven through headless Chromium."""
 
-import os
 import re
 import time
 import uuid
@@ -21,9 +20,6 @@ from verification.templatetags.factsite import percent
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SAMPLE = (ROOT / "sample.txt").read_text()
-# `FACTSITE_SCREENSHOTS=docs/screenshots bash scripts/test.sh tests/browser` refreshes the README's
-# pictures; an ordinary test run leaves the working tree alone.
-SCREENSHOTS = os.environ.get("FACTSITE_SCREENSHOTS", "")
 RESULT_URL = re.compile(r"/v/([0-9a-f-]{36})$")
 RUN_TIMEOUT = 60_000
 
@@ -55,6 +51,7 @@ def sentences_on_page(page) -> list[dict]:
             band: a.dataset.band,
             score: a.dataset.score,
             badge: a.querySelector('.score-badge').textContent,
+            checking: a.classList.contains('checking'),
         }))""",
     )
 
@@ -79,7 +76,8 @@ def assert_page_shows(page, scores: Scores, *, rule: str = "all", excluded_types
         score = tally.score if tally else None
         assert sentence["band"] == (tally.band if tally else "none"), sentence
         assert as_score(sentence["score"]) == pytest.approx(score), sentence
-        assert sentence["badge"] == percent(score), sentence
+        # A sentence still being checked during a run shows that instead of a score.
+        assert sentence["badge"] == ("…" if sentence["checking"] else percent(score)), sentence
     expect(page.locator("#result-body")).to_have_attribute("data-score-rule", rule)
     expect(page.locator(f"#rule-{rule}")).to_be_checked()
     for source_type, share in scores.distribution.items():
@@ -107,13 +105,6 @@ def wait_until(page, expression: str, *, timeout_s: float) -> None:
         page.wait_for_timeout(50)
 
 
-def screenshot(page, name: str) -> None:
-    if SCREENSHOTS:
-        folder = ROOT / SCREENSHOTS
-        folder.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(folder / name), full_page=True)
-
-
 def test_the_journey_from_paste_to_shared_link(new_context, world, celery_worker):
     context = new_context()
     context.grant_permissions(["clipboard-read", "clipboard-write"])
@@ -121,12 +112,11 @@ def test_the_journey_from_paste_to_shared_link(new_context, world, celery_worker
     page.goto("/")
     page.fill("textarea[name=text]", SAMPLE)
     page.check("input[name=retrieval_mode][value=sparse]")
-    screenshot(page, "landing.png")
 
-    # A clean run (the blog's page that refuses robots is not found), so the README's pictures
-    # show results without a problems banner; other tests cover failures.
+    # A clean run (the blog's page that refuses robots is not found): no problems banner here;
+    # other tests cover failures.
     world.sites[2].pages["/blocked"].searchable = False
-    # Slow model answers keep the run going long enough to see (and photograph) the progress.
+    # Slow model answers keep the run going long enough to see the progress.
     world.llm.latency = 0.5
     page.click("button[type=submit]")
     page.wait_for_url(RESULT_URL)
@@ -134,7 +124,6 @@ def test_the_journey_from_paste_to_shared_link(new_context, world, celery_worker
     expect(page.locator("#run-progress")).to_be_visible()
     expect(page.locator("#progress label")).not_to_have_text("Verifying… 0%")
     assert page.get_attribute("#result-body", "data-status") != "done"
-    screenshot(page, "running.png")
     world.llm.latency = 0.0
     page.evaluate("window.__marker = 1")
 
@@ -169,7 +158,6 @@ def test_the_journey_from_paste_to_shared_link(new_context, world, celery_worker
     assert not unticked(page, "evidence")
     expect(page.locator(f"#evidence-{chosen.id} .passage")).not_to_be_empty()
     expect(page.locator(f"#evidence-{chosen.id} .verdict")).to_have_text("supports")
-    screenshot(page, "result.png")
 
     page.uncheck(f"#evidence input[name=evidence][value='{chosen.id}']")
     page.wait_for_url(re.compile(rf"exclude_evidence={chosen.id}(&|$)"))
@@ -194,7 +182,6 @@ def test_the_journey_from_paste_to_shared_link(new_context, world, celery_worker
     expect(against_box).not_to_be_checked()
     expect(against_box).to_be_disabled()
     assert page.evaluate("window.__marker") == 1, "toggling a source type reloaded the page"
-    screenshot(page, "result-toggled.png")
 
     permalink = page.url
     page.click("[data-copy-link]")

@@ -1,0 +1,95 @@
+"""The README's pictures (docs/screenshots/*.png), taken from real runs in real Chromium against
+the fake outside world. Opt-in, since it rewrites files in the working tree:
+
+    FACTSITE_SCREENSHOTS=1 bash scripts/test.sh tests/browser/test_screenshots.py
+
+Look at every picture before committing it."""
+
+import os
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.test_ui import RUN_TIMEOUT, SAMPLE, submit, wait_until_done
+from tests.conftest import ROOT
+from verification.models import FINISHED
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not os.environ.get("FACTSITE_SCREENSHOTS"), reason="set FACTSITE_SCREENSHOTS=1 to take them"),
+]
+
+FOLDER = ROOT / "docs" / "screenshots"
+PHONE = {"width": 390, "height": 844}
+
+
+def shoot(page, name: str, *, full_page: bool = True) -> None:
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    # The caret would blink into some pictures and not others.
+    page.screenshot(path=str(FOLDER / name), full_page=full_page, caret="hide", animations="disabled")
+
+
+def select_first_sentence(page) -> None:
+    page.click("#sentence-0")
+    expect(page.locator("#evidence-heading")).to_have_text("Sentence 1")
+
+
+@pytest.fixture
+def clean_world(world):
+    # The blog's page that refuses robots is not found, so a finished run shows results without a
+    # problems banner (failed.png shows one).
+    world.sites[2].pages["/blocked"].searchable = False
+    return world
+
+
+def test_the_form_a_running_run_and_a_finished_one(new_context, clean_world, held, celery_worker):
+    page = new_context().new_page()
+    page.goto("/")
+    page.fill("textarea[name=text]", SAMPLE)
+    shoot(page, "landing.png", full_page=False)
+
+    submit(page, SAMPLE)
+    # Everything but the held sentence is judged: partial scores and the progress both show.
+    expect(page.locator("#progress .stages li").last).to_contain_text("judged")
+    expect(page.locator("a.sentence.band-green, a.sentence.band-orange, a.sentence.band-red").first).to_be_visible(
+        timeout=RUN_TIMEOUT
+    )
+    assert page.get_attribute("#result-body", "data-status") not in FINISHED
+    shoot(page, "running.png")
+
+    held.release()
+    wait_until_done(page)
+    select_first_sentence(page)
+    page.evaluate("window.scrollTo(0, 0)")
+    shoot(page, "result.png")
+
+
+def test_a_failed_run(page, held, world, celery_worker):
+    world.serper.fail_status = 503
+    submit(page, SAMPLE)
+    held.release()
+    expect(page.locator("#result-body")).to_have_attribute("data-status", "failed", timeout=RUN_TIMEOUT)
+    expect(page.locator("#problems")).to_be_visible()
+    shoot(page, "failed.png")
+
+
+def test_a_run_on_the_readers_documents(page, clean_world, celery_worker):
+    page.goto("/")
+    page.fill("textarea[name=text]", SAMPLE)
+    page.check("input[name=evidence][value=documents]")
+    sites = clean_world.sites
+    page.fill("textarea[name=sources]", f"{sites[0].url}/eiffel\n{sites[1].url}/tower-story\n{sites[2].url}/trip")
+    page.check("input[name=retrieval_mode][value=sparse]")
+    page.click("button[type=submit]")
+    wait_until_done(page)
+    select_first_sentence(page)
+    page.evaluate("window.scrollTo(0, 0)")
+    shoot(page, "documents.png")
+
+
+def test_the_phone_view(new_context, clean_world, celery_worker):
+    page = new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True).new_page()
+    submit(page, SAMPLE)
+    wait_until_done(page)
+    shoot(page, "phone.png", full_page=False)
