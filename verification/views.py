@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from verification import limits, ownership, providers, selectors, services, tasks
+from verification import limits, ownership, providers, reports, selectors, services, tasks
 from verification.forms import DEFAULT_SETTINGS, VerificationForm
 from verification.models import Verification
 from verification.viewstate import ViewState
@@ -132,6 +132,46 @@ def result_json(request: HttpRequest, verification_id) -> HttpResponse:
     data = selectors.verification_result(verification, ViewState.from_query(request.GET))
     response = HttpResponse(json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="factsite-{verification.pk}.json"'
+    return response
+
+
+# --- the report to hand on (selectors/report.py builds it, reports.py writes each format)
+
+
+@require_GET
+def report_markdown(request: HttpRequest, verification_id) -> HttpResponse:
+    report, address = _report(request, verification_id)
+    body = reports.report_markdown(report, address=address)
+    return _attachment(body, "text/markdown; charset=utf-8", selectors.report_filename(report, "report.md"))
+
+
+@require_GET
+def report_html(request: HttpRequest, verification_id) -> HttpResponse:
+    report, address = _report(request, verification_id)
+    body = reports.report_html(report, address=address)
+    return _attachment(body, "text/html; charset=utf-8", selectors.report_filename(report, "report.html"))
+
+
+@require_GET
+def evidence_csv(request: HttpRequest, verification_id) -> HttpResponse:
+    report, _ = _report(request, verification_id)
+    body = reports.evidence_csv(report)
+    return _attachment(body, "text/csv; charset=utf-8", selectors.report_filename(report, "evidence.csv"))
+
+
+def _report(request: HttpRequest, verification_id) -> tuple[selectors.Report, str]:
+    """The report of the view the query string describes, and that view's address."""
+    verification = _verification(verification_id)
+    state = ViewState.from_query(request.GET)
+    address = request.build_absolute_uri(reverse("verification:result", args=[verification.pk]) + state.query())
+    return selectors.verification_report(verification, state), address
+
+
+def _attachment(body: str, content_type: str, filename: str) -> HttpResponse:
+    # An attachment is saved, not shown: the HTML report's own <style> never meets this site's
+    # Content-Security-Policy, and nothing in a report runs in our origin.
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
 
