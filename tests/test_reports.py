@@ -12,13 +12,14 @@ import pytest
 from markdown_it import MarkdownIt
 
 from tests.test_views import SCRIPT, add_claim, add_evidence, get, make_run, one, parse, permalink
-from verification.models import Evidence, Source
+from verification.models import Evidence, Source, Status
 from verification.scoring import compute_scores
 from verification.selectors import evidence_records
 from verification.templatetags.factsite import percent
 
 pytestmark = pytest.mark.django_db
 
+DECISIVE_RULE = "Score rule: decisive, supporting ÷ (supporting + contradicting)."
 # Each download's content type and the end of its attachment's name.
 FORMATS = {
     "report.md": ("text/markdown; charset=utf-8", "report.md"),
@@ -108,6 +109,25 @@ def test_the_page_links_each_report_of_the_view_on_screen(client, scored, htmx):
         assert dict(pair.split("=") for pair in params.split("&")) == {"sentence": "1", **query}
 
 
+@pytest.mark.parametrize("htmx", [False, True])
+def test_a_finished_page_holds_the_whole_report_for_printing(client, scored, htmx):
+    doc = parse(get(client, permalink(scored.run), htmx=htmx, sentence="1", **view_of(scored)))
+
+    printed = one(doc, "#result-body #print-report.print-only")
+    assert len(printed.cssselect(".report-sentence")) == 3
+    urls = [u.text_content() for u in printed.cssselect(".report-footnotes .report-url")]
+    assert sorted(urls) == sorted(item.source.url for item in every_evidence(scored.run))
+    assert one(printed, ".report-rule").text_content() == DECISIVE_RULE
+
+
+def test_a_page_still_running_says_to_print_it_once_done(client):
+    run = make_run("The Eiffel Tower is in Paris.", status=Status.RUNNING)
+
+    printed = one(parse(get(client, permalink(run))), "#print-report")
+
+    assert "still being checked" in printed.text_content() and not printed.cssselect(".report")
+
+
 # --- what every format says
 
 
@@ -151,7 +171,7 @@ def test_the_html_report_is_standalone_and_shows_every_item_with_its_url(client,
     # Opened from disk, anywhere: nothing to fetch, nothing to run.
     assert not doc.cssselect("script, link, img, iframe, object, [style], [src]")
     assert len(doc.cssselect("head style")) == 1
-    assert one(doc, ".report-rule").text_content() == "Score rule: decisive, supporting ÷ (supporting + contradicting)."
+    assert one(doc, ".report-rule").text_content() == DECISIVE_RULE
     assert "Source types left out: social media." in one(doc, ".report-left-out").text_content()
     assert [s.text_content().split(" ", 1)[1] for s in doc.cssselect(".report-sentence-text")] == [
         "The Eiffel Tower is in Paris.",

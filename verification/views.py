@@ -106,12 +106,21 @@ def result(request: HttpRequest, verification_id) -> HttpResponse:
     context = selectors.result_page(verification, ViewState.from_query(request.GET))
     context["can_retry"] = context["can_retry"] and ownership.may_retry(request, verification)
     context["is_creator"] = ownership.is_creator(request, verification)
+    context["report"] = _printed_report(request, verification, context)
     # htmx restoring history it did not cache wants the whole page, not the fragment.
     fragment = request.htmx and not request.htmx.history_restore_request
     # A viewer's own change (a checkbox, the score rule) is announced; a progress poll is not.
     context["announce"] = bool(fragment and request.htmx.trigger and request.htmx.trigger != "result-body")
     template = "verification/result.html#result-body" if fragment else "verification/result.html"
     return render(request, template, context)
+
+
+def _printed_report(request: HttpRequest, verification: Verification, context: dict):
+    """What the page prints: every sentence and its evidence, as the report has them. Only once
+    the run is finished: while it goes on, each poll would read every claim and evidence item again."""
+    if not context["finished"]:
+        return None
+    return selectors.verification_report(verification, context["state"])
 
 
 @require_POST
