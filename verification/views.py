@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from verification import limits, ownership, providers, reports, selectors, services, tasks
+from verification.examples import EXAMPLES, example_text
 from verification.forms import DEFAULT_SETTINGS, VerificationForm
 from verification.models import Verification
 from verification.viewstate import ViewState
@@ -23,7 +24,7 @@ from verification.viewstate import ViewState
 def home(request: HttpRequest) -> HttpResponse:
     edited_from = _edited_from(request)
     if request.method == "GET":
-        return _home(request, _initial_form(edited_from), edited_from)
+        return _home(request, _initial_form(edited_from, example=request.GET.get("example")), edited_from)
     form = VerificationForm(request.POST, request.FILES, inherited=_reusable_documents(request, edited_from))
     if not form.is_valid():
         return _home(request, form, edited_from, status=400)
@@ -66,9 +67,11 @@ def _edited_from(request: HttpRequest) -> Verification | None:
         return None
 
 
-def _initial_form(edited_from: Verification | None) -> VerificationForm:
+def _initial_form(edited_from: Verification | None, *, example: str | None = None) -> VerificationForm:
     if edited_from is None:
-        return VerificationForm()
+        # An example link (`?example=1`) fills the box by a plain page load: it works without JavaScript.
+        text = example_text(example)
+        return VerificationForm(initial={"text": text} if text else None)
     return VerificationForm(initial={"text": edited_from.text, **DEFAULT_SETTINGS, **edited_from.settings})
 
 
@@ -84,6 +87,7 @@ def _home(request, form, edited_from, status=200, limit_error="") -> HttpRespons
         "withheld_documents": bool(documents) and not ownership.is_creator(request, edited_from),
         "max_documents": settings.MAX_DOCUMENTS,
         "max_upload_mb": settings.MAX_UPLOAD_BYTES / 2**20,
+        "examples": EXAMPLES,
     }
     return render(request, "verification/home.html", context, status=status)
 
