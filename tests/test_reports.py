@@ -218,10 +218,6 @@ def test_without_a_view_every_item_counts_under_the_default_rule(client, scored)
     assert {row["counted"] for row in csv_rows(download(client, scored.run, "evidence.csv"))} == {"yes"}
 
 
-def test_a_report_of_no_run_is_a_404(client):
-    assert client.get("/v/2f1e7c38-0000-4000-8000-000000000000/report.md").status_code == 404
-
-
 # --- outside content stays inert
 
 LINK_INJECTION = "[click me](javascript:alert(1))"
