@@ -218,6 +218,23 @@ def test_without_a_view_every_item_counts_under_the_default_rule(client, scored)
     assert {row["counted"] for row in csv_rows(download(client, scored.run, "evidence.csv"))} == {"yes"}
 
 
+def test_a_copy_of_a_text_names_the_item_it_repeats(client):
+    run = make_run("The Eiffel Tower is in Paris.")
+    claim = add_claim(run, 0, "The Eiffel Tower is in Paris.")
+    original = add_evidence(claim, "news", "supported", relevance=0.5)
+    # The copy is the more relevant, so it comes first and names a number after its own.
+    copy = add_evidence(claim, "blog", "supported", relevance=0.9)
+    Evidence.objects.filter(pk=copy.pk).update(duplicate_of=original)
+
+    doc = lxml.html.document_fromstring(download(client, run, "report.html"))
+
+    first, second = doc.cssselect(".report-footnotes > li")
+    assert one(first, ".report-url").text_content() == copy.source.url
+    assert "· counted once with [2], the same text" in one(first, ".report-meta").text_content()
+    assert one(second, ".report-meta").text_content().endswith("· counted")
+    assert "counted once with [^2], the same text" in download(client, run, "report.md")
+
+
 # --- outside content stays inert
 
 LINK_INJECTION = "[click me](javascript:alert(1))"

@@ -50,6 +50,8 @@ class Footnote:
     verdict: str
     rationale: str
     counted: bool
+    # The number of the item whose text this one repeats (the group counts once, scoring.py).
+    copy_of: int | None = None
 
 
 @dataclass(frozen=True)
@@ -137,23 +139,23 @@ def _sentence_entry(sentence, claims, scores: Scores, found, footnotes: list[Foo
 
 def _claim_entry(sentence, claim, evidence, scores: Scores, found, footnotes: list[Footnote], noun: str) -> ClaimEntry:
     result, note = found.claims[claim.id]
-    numbers = []
-    for item in evidence:
-        number = len(footnotes) + 1
-        footnotes.append(_footnote(number, sentence.index + 1, claim.text, OUTCOME_LABELS[result], item, scores))
-        numbers.append(number)
+    # Numbered first: a copy may be more relevant than the item it copies, and names its number.
+    numbers = {item.id: len(footnotes) + n for n, item in enumerate(evidence, 1)}
+    cited = (sentence.index + 1, claim.text, OUTCOME_LABELS[result])
+    footnotes.extend(_footnote(numbers, cited, item, scores) for item in evidence)
     return ClaimEntry(
         text=claim.text,
         outcome=result,
         words=outcome_words(scores.claim(claim.id), result, noun=noun),
         note=note,
-        footnotes=numbers,
+        footnotes=list(numbers.values()),
     )
 
 
-def _footnote(number: int, sentence: int, claim: str, claim_outcome: str, item, scores: Scores) -> Footnote:
+def _footnote(numbers: dict[int, int], cited: tuple[int, str, str], item, scores: Scores) -> Footnote:
+    sentence, claim, claim_outcome = cited
     return Footnote(
-        number=number,
+        number=numbers[item.id],
         sentence=sentence,
         claim=claim,
         claim_outcome=claim_outcome,
@@ -167,6 +169,7 @@ def _footnote(number: int, sentence: int, claim: str, claim_outcome: str, item, 
         verdict=verdict_words(item.verdict, failed=item.failed),
         rationale=item.rationale or item.error,
         counted=item.id not in scores.left_out,
+        copy_of=numbers.get(item.duplicate_of),
     )
 
 
@@ -240,6 +243,7 @@ class _EvidenceRow:
     failed: bool
     rationale: str
     error: str
+    duplicate_of: int | None
 
 
 def _report_rows(verification: Verification) -> list[tuple[_SentenceRow, list[tuple[_ClaimRow, list[_EvidenceRow]]]]]:
@@ -273,6 +277,7 @@ def _evidence_row(item: Evidence) -> _EvidenceRow:
         failed=item.status == Status.FAILED,
         rationale=item.rationale,
         error=item.error,
+        duplicate_of=item.duplicate_of_id,
     )
 
 
