@@ -21,7 +21,6 @@ from verification.selectors.records import (
     claim_records,
     evidence_noun,
     once_finished,
-    permalink,
     verdicts,
     verification_scores,
 )
@@ -79,8 +78,6 @@ class SentenceEntry:
 @dataclass(frozen=True)
 class Report:
     id: str
-    permalink: str
-    query: str
     title: str
     text: str
     status: str
@@ -105,8 +102,6 @@ def verification_report(verification: Verification, state: ViewState) -> Report:
     sentences = [_sentence_entry(sentence, claims, scores, found, footnotes, noun) for sentence, claims in rows]
     return Report(
         id=str(verification.pk),
-        permalink=permalink(verification),
-        query=state.query(),
         title=title_words(verification.text),
         text=verification.text,
         status=verification.status,
