@@ -241,6 +241,7 @@ class DocumentResult(Schema):
 class VerificationResult(Schema):
     id: str = Field(json_schema_extra={"format": "uuid"})
     permalink: str
+    text: str = Field(description="the text as it was given, whole (sentences[].start/end index into it)")
     status: RunStatus
     error: str
     created_at: Timestamp

@@ -13,7 +13,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from verification import limits, ownership, providers, selectors, services, tasks
+from verification import limits, ownership, providers, reports, selectors, services, tasks
+from verification.examples import EXAMPLES, example_text
 from verification.forms import DEFAULT_SETTINGS, VerificationForm
 from verification.models import Verification
 from verification.viewstate import ViewState
@@ -23,7 +24,7 @@ from verification.viewstate import ViewState
 def home(request: HttpRequest) -> HttpResponse:
     edited_from = _edited_from(request)
     if request.method == "GET":
-        return _home(request, _initial_form(edited_from), edited_from)
+        return _home(request, _initial_form(edited_from, example=request.GET.get("example")), edited_from)
     form = VerificationForm(request.POST, request.FILES, inherited=_reusable_documents(request, edited_from))
     if not form.is_valid():
         return _home(request, form, edited_from, status=400)
@@ -74,9 +75,11 @@ def _edited_from(request: HttpRequest) -> Verification | None:
         return None
 
 
-def _initial_form(edited_from: Verification | None) -> VerificationForm:
+def _initial_form(edited_from: Verification | None, *, example: str | None = None) -> VerificationForm:
     if edited_from is None:
-        return VerificationForm()
+        # An example link (`?example=1`) fills the box by a plain page load: it works without JavaScript.
+        text = example_text(example)
+        return VerificationForm(initial={"text": text} if text else None)
     return VerificationForm(initial={"text": edited_from.text, **DEFAULT_SETTINGS, **edited_from.settings})
 
 
@@ -97,6 +100,7 @@ def _home(request, form, edited_from, status=200, limit_error="") -> HttpRespons
         "withheld_documents": bool(documents) and not ownership.is_creator(request, edited_from),
         "max_documents": settings.MAX_DOCUMENTS,
         "max_upload_mb": settings.MAX_UPLOAD_BYTES / 2**20,
+        "examples": EXAMPLES,
     }
     return render(request, "verification/home.html", context, status=status)
 
@@ -130,12 +134,21 @@ def result(request: HttpRequest, verification_id) -> HttpResponse:
     context["changes"] = selectors.changes_since_edit(verification, context["state"])
     context["edited_into"] = selectors.edited_into(verification)
     context["edit_view"] = context["state"].carried_to_another_run().query()
+    context["report"] = _printed_report(request, verification, context)
     # htmx restoring history it did not cache wants the whole page, not the fragment.
     fragment = request.htmx and not request.htmx.history_restore_request
     # A viewer's own change (a checkbox, the score rule) is announced; a progress poll is not.
     context["announce"] = bool(fragment and request.htmx.trigger and request.htmx.trigger != "result-body")
     template = "verification/result.html#result-body" if fragment else "verification/result.html"
     return render(request, template, context)
+
+
+def _printed_report(request: HttpRequest, verification: Verification, context: dict):
+    """What the page prints: every sentence and its evidence, as the report has them. Only once
+    the run is finished: while it goes on, each poll would read every claim and evidence item again."""
+    if not context["finished"]:
+        return None
+    return selectors.verification_report(verification, context["state"])
 
 
 @require_POST
@@ -156,6 +169,46 @@ def result_json(request: HttpRequest, verification_id) -> HttpResponse:
     data = selectors.verification_result(verification, ViewState.from_query(request.GET))
     response = HttpResponse(json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="factsite-{verification.pk}.json"'
+    return response
+
+
+# --- the report to hand on (selectors/report.py builds it, reports.py writes each format)
+
+
+@require_GET
+def report_markdown(request: HttpRequest, verification_id) -> HttpResponse:
+    report, address = _report(request, verification_id)
+    body = reports.report_markdown(report, address=address)
+    return _attachment(body, "text/markdown; charset=utf-8", selectors.report_filename(report, "report.md"))
+
+
+@require_GET
+def report_html(request: HttpRequest, verification_id) -> HttpResponse:
+    report, address = _report(request, verification_id)
+    body = reports.report_html(report, address=address)
+    return _attachment(body, "text/html; charset=utf-8", selectors.report_filename(report, "report.html"))
+
+
+@require_GET
+def evidence_csv(request: HttpRequest, verification_id) -> HttpResponse:
+    report, _ = _report(request, verification_id)
+    body = reports.evidence_csv(report)
+    return _attachment(body, "text/csv; charset=utf-8", selectors.report_filename(report, "evidence.csv"))
+
+
+def _report(request: HttpRequest, verification_id) -> tuple[selectors.Report, str]:
+    """The report of the view the query string describes, and that view's address."""
+    verification = _verification(verification_id)
+    state = ViewState.from_query(request.GET)
+    address = request.build_absolute_uri(reverse("verification:result", args=[verification.pk]) + state.query())
+    return selectors.verification_report(verification, state), address
+
+
+def _attachment(body: str, content_type: str, filename: str) -> HttpResponse:
+    # An attachment is saved, not shown: the HTML report's own <style> never meets this site's
+    # Content-Security-Policy, and nothing in a report runs in our origin.
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
 

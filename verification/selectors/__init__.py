@@ -1,7 +1,8 @@
 """Reads shaped for one page or endpoint: a fixed handful of queries per call, never one per row.
 
 Split by what they serve: `records` (rows scoring reads, the finished-run cache), `progress`
-(progress and problems), `result_json` (API, CLI, download) and `result_page` (the page's rows and facts).
+(progress and problems), `result_json` (API, CLI, download), `result_page` (the page's rows and
+facts) and `report` (the report to hand on, in every format).
 """
 
 from verification.selectors.changes import (
@@ -37,6 +38,11 @@ from verification.selectors.records import (
     verification_scores,
     with_search_provider,
 )
+from verification.selectors.report import (
+    Report,
+    report_filename,
+    verification_report,
+)
 from verification.selectors.result_json import (
     documents_json,
     documents_of,
@@ -57,6 +63,9 @@ __all__ = [
     "Changes",
     "changes_since_edit",
     "edited_into",
+    "Report",
+    "report_filename",
+    "verification_report",
     "CheckRow",
     "check_rows",
     "runs_started_by",

@@ -49,6 +49,8 @@ def verification_result(verification: Verification, state: ViewState | None = No
     return {
         "id": str(verification.pk),
         "permalink": permalink(verification),
+        # The whole text as pasted: the sentences leave out what lies between them.
+        "text": verification.text,
         "status": verification.status,
         "error": verification.error,
         "created_at": verification.created_at.isoformat(),

@@ -1,0 +1,288 @@
+"""The report to hand on: one structure for one view state (rule and exclusions), which the
+Markdown, HTML and CSV downloads and the result page's printed form all render. Its words are the
+scoring module's, as on the page: a report never says what the page does not."""
+
+from dataclasses import dataclass
+from datetime import date
+from typing import NamedTuple
+
+from verification.documents import EVIDENCE_MODES, is_upload
+from verification.models import FINISHED, Claim, Evidence, SourceType, Status, Verification
+from verification.scoring import (
+    BAND_LABELS,
+    OUTCOME_LABELS,
+    SCORE_RULES,
+    VERDICT_LABELS,
+    Scores,
+    Tally,
+    outcome_words,
+)
+from verification.selectors.records import (
+    claim_records,
+    evidence_noun,
+    once_finished,
+    verdicts,
+    verification_scores,
+)
+from verification.selectors.result_json import evidence_mode, run_settings_json
+from verification.selectors.result_page import title_words
+from verification.viewstate import ViewState
+
+# A link is made only to these: a stored URL is outside content, and `javascript:` or `data:`
+# would run or show something of the page's choosing when a reader clicks it.
+LINKED_SCHEMES = ("http://", "https://")
+
+
+@dataclass(frozen=True)
+class Footnote:
+    """One evidence item, numbered in the order the report cites them."""
+
+    number: int
+    sentence: int
+    claim: str
+    claim_outcome: str
+    title: str
+    url: str
+    link: str  # the URL when it is safe to link to, else ""
+    host: str
+    type_label: str
+    published: date | None
+    verdict: str
+    rationale: str
+    counted: bool
+    # The number of the item whose text this one repeats (the group counts once, scoring.py).
+    copy_of: int | None = None
+
+
+@dataclass(frozen=True)
+class ClaimEntry:
+    text: str
+    outcome: str
+    words: str
+    note: str
+    footnotes: list[int]
+
+
+@dataclass(frozen=True)
+class SentenceEntry:
+    number: int
+    text: str
+    outcome: str
+    words: str
+    score: float | None
+    band: str
+    note: str
+    claims: list[ClaimEntry]
+
+
+@dataclass(frozen=True)
+class Report:
+    id: str
+    title: str
+    text: str
+    status: str
+    facts: dict
+    rule: str
+    rule_label: str
+    left_out: dict | None
+    overall: Tally
+    band_label: str
+    sentences: list[SentenceEntry]
+    footnotes: list[Footnote]
+
+
+def verification_report(verification: Verification, state: ViewState) -> Report:
+    """Every sentence, claim and evidence item of a run as the view `state` counts them."""
+    scores = verification_scores(verification, state)
+    rows = once_finished(verification, "report-rows", lambda: _report_rows(verification))
+    noun = evidence_noun(verification)
+    found = verdicts(scores, claim_records(verification), [sentence for sentence, _ in rows], noun=noun)
+    # Footnotes are numbered as the sentences and claims cite them, in order.
+    footnotes: list[Footnote] = []
+    sentences = [_sentence_entry(sentence, claims, scores, found, footnotes, noun) for sentence, claims in rows]
+    return Report(
+        id=str(verification.pk),
+        title=title_words(verification.text),
+        text=verification.text,
+        status=verification.status,
+        facts=run_facts(verification),
+        rule=scores.rule,
+        rule_label=SCORE_RULES[scores.rule],
+        left_out=left_out(state, scores),
+        overall=scores.overall,
+        band_label=BAND_LABELS[scores.overall.band],
+        sentences=sentences,
+        footnotes=footnotes,
+    )
+
+
+def _sentence_entry(sentence, claims, scores: Scores, found, footnotes: list[Footnote], noun: str) -> SentenceEntry:
+    result, note = found.sentences[sentence.index]
+    tally = scores.sentence(sentence.index)
+    # A sentence's evidence comes from several claims' searches: "sources", unless all are documents.
+    sentence_noun = "document" if noun == "document" else "source"
+    return SentenceEntry(
+        number=sentence.index + 1,
+        text=sentence.text,
+        outcome=result,
+        words=outcome_words(tally, result, noun=sentence_noun),
+        score=tally.score,
+        band=tally.band,
+        note=note,
+        claims=[_claim_entry(sentence, claim, evidence, scores, found, footnotes, noun) for claim, evidence in claims],
+    )
+
+
+def _claim_entry(sentence, claim, evidence, scores: Scores, found, footnotes: list[Footnote], noun: str) -> ClaimEntry:
+    result, note = found.claims[claim.id]
+    # Numbered first: a copy may be more relevant than the item it copies, and names its number.
+    numbers = {item.id: len(footnotes) + n for n, item in enumerate(evidence, 1)}
+    cited = (sentence.index + 1, claim.text, OUTCOME_LABELS[result])
+    footnotes.extend(_footnote(numbers, cited, item, scores) for item in evidence)
+    return ClaimEntry(
+        text=claim.text,
+        outcome=result,
+        words=outcome_words(scores.claim(claim.id), result, noun=noun),
+        note=note,
+        footnotes=list(numbers.values()),
+    )
+
+
+def _footnote(numbers: dict[int, int], cited: tuple[int, str, str], item, scores: Scores) -> Footnote:
+    sentence, claim, claim_outcome = cited
+    return Footnote(
+        number=numbers[item.id],
+        sentence=sentence,
+        claim=claim,
+        claim_outcome=claim_outcome,
+        title=item.title or item.url,
+        # An upload is named by its title (the file's name): its bytes are never served.
+        url="" if is_upload(item.url) else item.url,
+        link=item.url if item.url.lower().startswith(LINKED_SCHEMES) else "",
+        host=item.host,
+        type_label=_TYPE_LABELS.get(item.source_type, ""),
+        published=item.published,
+        verdict=verdict_words(item.verdict, failed=item.failed),
+        rationale=item.rationale or item.error,
+        counted=item.id not in scores.left_out,
+        copy_of=numbers.get(item.duplicate_of),
+    )
+
+
+_TYPE_LABELS = dict(SourceType.choices)
+
+
+def verdict_words(verdict: str, *, failed: bool) -> str:
+    """The page's words for one item's verdict (its evidence panel says the same)."""
+    if verdict:
+        return VERDICT_LABELS.get(verdict, verdict)
+    return "not judged" if failed else "judging…"
+
+
+def left_out(state: ViewState, scores: Scores) -> dict | None:
+    """What the view leaves out, in the page's words ("Source types left out: …")."""
+    if not state.excludes_anything:
+        return None
+    return {
+        "types": [label for value, label in SourceType.choices if value in state.excluded_types],
+        "by_hand": len(state.excluded_ids),
+        "evidence": scores.overall.excluded,
+    }
+
+
+def run_facts(verification: Verification) -> dict:
+    """What was run: the settings chosen, when, how long and what it spent."""
+    chosen = run_settings_json(verification)
+    end = verification.finished_at
+    return {
+        "model": chosen.get("model", ""),
+        "evidence": dict(EVIDENCE_MODES).get(evidence_mode(verification), ""),
+        "retrieval_mode": chosen.get("retrieval_mode", ""),
+        "top_k_results": chosen.get("top_k_results", ""),
+        "top_k_passages": chosen.get("top_k_passages", ""),
+        "started": verification.created_at,
+        "seconds": (end - verification.created_at).total_seconds() if end else None,
+        "finished": verification.status in FINISHED,
+        "llm_calls": verification.llm_calls,
+        "tokens": verification.prompt_tokens + verification.completion_tokens,
+        "searches": verification.searches,
+    }
+
+
+# --- the rows, read once (and cached once the run is finished)
+
+
+@dataclass(frozen=True)
+class _SentenceRow:
+    # What verdicts() reads of a sentence, and its text.
+    index: int
+    text: str
+    status: str
+    error: str
+
+
+@dataclass(frozen=True)
+class _ClaimRow:
+    id: int
+    text: str
+
+
+class _EvidenceRow(NamedTuple):
+    # A named tuple read with values_list: a large run has hundreds, and model instances of them
+    # took most of the report's time.
+    id: int
+    claim_id: int
+    title: str
+    url: str
+    host: str
+    source_type: str
+    published: date | None
+    verdict: str
+    status: str
+    rationale: str
+    error: str
+    duplicate_of: int | None
+
+    @property
+    def failed(self) -> bool:
+        return self.status == Status.FAILED
+
+
+def _report_rows(verification: Verification) -> list[tuple[_SentenceRow, list[tuple[_ClaimRow, list[_EvidenceRow]]]]]:
+    """Sentences in order, each with its claims, each with its evidence (most relevant first, as
+    the JSON lists them): three queries whatever the size of the run."""
+    evidence: dict[int, list[_EvidenceRow]] = {}
+    items = Evidence.objects.filter(claim__sentence__verification=verification).order_by("claim_id", "-relevance", "pk")
+    for row in items.values_list(*_EVIDENCE_FIELDS):
+        item = _EvidenceRow(*row)
+        evidence.setdefault(item.claim_id, []).append(item)
+    claims: dict[int, list] = {}
+    rows = Claim.objects.filter(sentence__verification=verification).order_by("sentence_id", "index")
+    for pk, sentence_id, text in rows.values_list("pk", "sentence_id", "text"):
+        claims.setdefault(sentence_id, []).append((_ClaimRow(pk, text), evidence.get(pk, [])))
+    return [
+        (_SentenceRow(index, text, status, error), claims.get(pk, []))
+        for pk, index, text, status, error in verification.sentences.order_by("index").values_list(
+            "pk", "index", "text", "status", "error"
+        )
+    ]
+
+
+_EVIDENCE_FIELDS = (
+    "id",
+    "claim_id",
+    "source__title",
+    "source__url",
+    "source__host",
+    "source__source_type",
+    "source__published",
+    "verdict",
+    "status",
+    "rationale",
+    "error",
+    "duplicate_of_id",
+)
+
+
+def report_filename(report: Report, name: str) -> str:
+    return f"factsite-{report.id}-{name}"
