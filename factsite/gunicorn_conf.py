@@ -6,10 +6,10 @@ server with its own runs and its own CPU pool. gunicorn, unlike runserver, keeps
 queue and a thread pool, so a burst of submissions waits for a thread instead of being reset
 (runserver reset 25 of 70 simultaneous submissions; tests/test_lifecycle.py).
 
-Stopping: gunicorn handles SIGTERM and SIGINT in its worker itself, so lifecycle's handlers stay
-out (see lifecycle.install_stop_handlers); the hooks below call lifecycle.stopping() the moment
-either arrives, which ends the CPU pool and the worker process within lifecycle.GRACE_S, whatever
-its runs are waiting for."""
+Stopping: gunicorn handles SIGTERM, SIGINT and SIGQUIT in its worker itself, so lifecycle's
+handlers stay out (see lifecycle.install_stop_handlers); the handlers below call
+lifecycle.stopping() the moment one arrives, before gunicorn's, which ends the CPU pool and the
+worker process within lifecycle.GRACE_S, whatever its runs are waiting for."""
 
 import os
 import signal
@@ -28,20 +28,24 @@ accesslog = "-"
 
 def post_worker_init(worker) -> None:
     # gunicorn's SIGTERM only stops accepting and waits for the requests in flight; the runs in
-    # flight (LLM calls, pages) would then hold the interpreter's exit. Stop them as well.
-    graceful_exit = signal.getsignal(signal.SIGTERM)
-
-    def on_sigterm(signum, frame) -> None:
-        _stopping()
-        graceful_exit(signum, frame)
-
-    signal.signal(signal.SIGTERM, on_sigterm)
+    # flight (LLM calls, pages) would then hold the interpreter's exit. Its SIGINT/SIGQUIT first
+    # shuts its thread pool down, which takes the pool's lock: when the signal lands while the
+    # worker's main thread holds that lock (handing a connection to the pool), the handler waits
+    # forever, and the master killed the worker only after graceful_timeout (seen with 70 runs in
+    # flight). So lifecycle.stopping() comes first, whose deadline ends the process regardless.
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+        _stopping_first(signum)
     signal.siginterrupt(signal.SIGTERM, False)  # as gunicorn had it: requests are not interrupted
 
 
-def worker_int(worker) -> None:
-    """SIGINT (Ctrl-C) or SIGQUIT to the worker, just before it exits."""
-    _stopping()
+def _stopping_first(signum: int) -> None:
+    gunicorns = signal.getsignal(signum)
+
+    def handler(signum, frame) -> None:
+        _stopping()
+        gunicorns(signum, frame)
+
+    signal.signal(signum, handler)
 
 
 def worker_exit(server, worker) -> None:

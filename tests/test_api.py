@@ -169,6 +169,7 @@ def file_part(name: bytes) -> bytes:
         pytest.param("multipart/form-data", PAYLOAD_PART + b"--xx--\r\n", id="no-boundary"),
         pytest.param("multipart/form-data; boundary=" + "x" * 1_000, b"--xx--", id="boundary-too-long"),
         pytest.param(MULTIPART, file_part(b"a" * 5_000 + b".txt") + PAYLOAD_PART + b"--xx--\r\n", id="long-file-name"),
+        pytest.param(MULTIPART, file_part(b"a.txt") * 101 + PAYLOAD_PART + b"--xx--\r\n", id="too-many-files"),
         pytest.param(
             MULTIPART,
             b'--xx\r\nContent-Disposition: form-data; name="payload"\r\n'
