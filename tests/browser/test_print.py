@@ -2,19 +2,14 @@
 or checkboxes; every sentence with its outcome, score and claims; every evidence item with its
 address written out. The run is built with the ORM (no worker needed: nothing runs)."""
 
-import os
-
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import ROOT
 from tests.test_views import add_claim, add_evidence, make_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SCRIPT = "<script>window.__xss=1</script>"
-# Like tests/browser/test_ui.py: pictures only when asked for.
-SCREENSHOTS = os.environ.get("FACTSITE_SCREENSHOTS", "")
 # Controls that mean nothing on paper.
 CONTROLS = "nav, button, .button, input, select, textarea"
 
@@ -68,7 +63,3 @@ def test_a_printed_result_shows_every_sentence_and_source_address_and_no_control
         "Score rule: all, supporting ÷ all judged evidence."
     )
     assert page.evaluate("typeof window.__xss") == "undefined"
-    if SCREENSHOTS:
-        folder = ROOT / SCREENSHOTS
-        folder.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(folder / "printed-report.png"), full_page=True)

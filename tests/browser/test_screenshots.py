@@ -93,3 +93,20 @@ def test_the_phone_view(new_context, clean_world, celery_worker):
     submit(page, SAMPLE)
     wait_until_done(page)
     shoot(page, "phone.png", full_page=False)
+
+
+def test_my_checks_and_a_printed_report(new_context, clean_world, celery_worker):
+    page = new_context().new_page()
+    submit(page, "Paris is the capital of France. The Seine flows through it.")
+    first = page.url
+    submit(page, SAMPLE)
+    wait_until_done(page)
+    page.goto("/mine")
+    expect(page.locator("#check-list tbody tr")).to_have_count(2)
+    shoot(page, "my-checks.png")
+
+    page.goto(first)
+    wait_until_done(page)
+    page.emulate_media(media="print")
+    expect(page.locator("#print-report")).to_be_visible()
+    shoot(page, "printed-report.png")
