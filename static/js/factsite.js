@@ -161,6 +161,36 @@ document.addEventListener("htmx:afterSettle", () => {
   region.textContent = message.textContent.trim();
 });
 
+// --- An update leaves the evidence panel where the reader had it ---
+// On wide screens the evidence panel is sticky. Scrolled to the end of the panels, it hangs from
+// the bottom of the text column, so an update that makes that column taller below the browser's
+// scroll anchor (a sentence's note taking a second line when its judgements arrive, as at the end
+// of a run) drags the panel down. Scroll anchoring cannot hold it: browsers never anchor to a sticky
+// element, which does not move with the page. So while the reader's focus is in the panel, the page
+// scrolls by as much as the update moved the panel, as anchoring does for the rest of the page.
+const panelTops = new WeakMap(); // xhr → the panel's top on screen before its answer was swapped in
+
+function readerPanel() {
+  const evidence = document.getElementById("evidence");
+  if (!evidence || !evidence.contains(document.activeElement)) return null;
+  return getComputedStyle(evidence).position === "sticky" ? evidence : null;
+}
+
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const panel = readerPanel();
+  if (panel && event.detail.shouldSwap) panelTops.set(event.detail.xhr, panel.getBoundingClientRect().top);
+});
+
+// After the swap, before the browser paints it: the panel never shows in the wrong place.
+document.addEventListener("htmx:afterSwap", (event) => {
+  const before = panelTops.get(event.detail.xhr);
+  panelTops.delete(event.detail.xhr);
+  const panel = readerPanel();
+  if (before === undefined || !panel) return;
+  const moved = panel.getBoundingClientRect().top - before;
+  if (Math.abs(moved) >= 1) window.scrollBy({ top: moved, behavior: "instant" });
+});
+
 // --- On narrow screens, show the evidence of the sentence just selected ---
 // There the evidence panel sits below the text, out of sight of the link that filled it.
 const narrowScreen = window.matchMedia("(max-width: 900px)");
