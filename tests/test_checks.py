@@ -7,8 +7,9 @@ import lxml.html
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from django.utils import timezone
 
-from verification.models import DeletedVerification, Evidence, Source, Upload, Verification
+from verification.models import Claim, DeletedVerification, Evidence, Sentence, Source, Upload, Verification
 
 TEXT = "The Eiffel Tower is in Paris, France. It was completed in 1889."
 TOKEN = "caller-token-" + "a" * 30
@@ -49,6 +50,38 @@ def test_my_checks_lists_this_browsers_runs_newest_first_and_nobody_elses(client
     assert "The web: search for evidence" in page and "pending" in page
     # Linked from every page.
     assert 'href="/mine"' in client.get("/about").content.decode()
+
+
+@pytest.mark.django_db
+def test_each_check_shows_its_overall_score_as_its_page_does(client, configured):
+    run = started(client)
+    Verification.objects.filter(pk=run.pk).update(status="done", finished_at=timezone.now())
+    claim = Claim.objects.create(sentence=make_sentence(run), index=0, text=TEXT, query=TEXT, status="done")
+    for verdict in ("supported", "supported", "not_supported"):
+        source = Source.objects.create(verification=run, url=f"https://{verdict}.example/{Source.objects.count()}")
+        Evidence.objects.create(
+            claim=claim, source=source, index=0, passage="p", relevance=0.5, verdict=verdict, status="done"
+        )
+
+    doc = lxml.html.document_fromstring(client.get("/mine").content.decode())
+
+    (score,) = doc.cssselect("#check-list td.check-score")
+    assert " ".join(score.text_content().split()) == "67% · most evidence supports it"
+    assert client.get("/api/verifications").json()[0]["score"] == pytest.approx(2 / 3)
+
+
+def make_sentence(run):
+    return Sentence.objects.create(
+        verification=run,
+        index=0,
+        text=TEXT,
+        start=0,
+        end=len(TEXT),
+        paragraph_index=0,
+        context=[TEXT],
+        position_in_context=0,
+        status="done",
+    )
 
 
 @pytest.mark.django_db
