@@ -2,7 +2,8 @@
 
 Split by what they serve: `records` (rows scoring reads, the finished-run cache), `progress`
 (progress and problems), `result_json` (API, CLI, download), `result_page` (the page's rows and
-facts) and `report` (the report to hand on, in every format).
+facts), `report` (the report to hand on, in every format), `checks` (a browser's own runs) and
+`changes` (what an edit changed).
 """
 
 from verification.selectors.changes import (

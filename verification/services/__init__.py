@@ -3,7 +3,8 @@ the one caller that wins a transition does the follow-up work, so joins need no 
 redelivered task cannot do anything twice.
 
 Split by what they write: `runs` (a run's life), `rows` (sentences, claims, sources, evidence),
-`hosts` (source types per host), `documents` (the user's documents) and `workers` (process rows).
+`hosts` (source types per host), `documents` (the user's documents), `owners` (what a run's
+creator may do: cancel, delete), `spending` (the per-hour limits' rows) and `workers` (process rows).
 """
 
 from verification.services.documents import (
@@ -16,6 +17,10 @@ from verification.services.hosts import (
     host_category_get,
     host_category_save,
     source_type_set,
+)
+from verification.services.owners import (
+    verification_cancel,
+    verification_delete,
 )
 from verification.services.rows import (
     LEFT_OUT_KEY,
@@ -49,10 +54,8 @@ from verification.services.runs import (
     progress_record,
     usage_add,
     verification_begin,
-    verification_cancel,
     verification_claim_sweep,
     verification_create,
-    verification_delete,
     verification_expire_if_stale,
     verification_fail,
     verification_finish,

@@ -13,7 +13,6 @@ from verification.models import (
     FINISHED,
     Claim,
     ClaimStatus,
-    DeletedVerification,
     Evidence,
     SearchResult,
     Sentence,
@@ -388,27 +387,6 @@ def _retry_plan(verification_id, *, failed: bool = True) -> RetryPlan:
         rereads=[c.pk for c in stalled_claims if c.results and c.pk not in judging],
         retypes=list(sources.filter(untyped)),
     )
-
-
-def verification_cancel(verification_id) -> bool:
-    """Stops a run under way: its queued tasks find it cancelled and end without spending
-    (tasks._hold); what it found so far stays. False when it had already ended."""
-    return transition(
-        Verification.objects.filter(pk=verification_id).exclude(status__in=FINISHED),
-        to=Status.CANCELLED,
-        error="cancelled by the person who started it",
-        finished_at=timezone.now(),
-    )
-
-
-@transaction.atomic
-def verification_delete(verification_id) -> None:
-    """Deletes a run and everything stored for it (its uploads too), keeping only its id so its
-    permalink can say it was deleted. A run under way is cancelled first, so its queued tasks end
-    at once; those already running find their rows gone (tasks.StepTask)."""
-    verification_cancel(verification_id)
-    DeletedVerification.objects.get_or_create(id=verification_id)
-    Verification.objects.filter(pk=verification_id).delete()
 
 
 def verifications_delete_older_than(days: int) -> int:
