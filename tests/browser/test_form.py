@@ -79,9 +79,13 @@ def test_a_web_address_given_in_web_mode_is_read_and_the_result_says_so(page, wo
     expect(page.locator("#evidence-mode")).to_have_text(
         "Both: the web and my documents — you chose “The web” and gave documents, so they were read as well"
     )
-    expect(page.locator("#documents")).to_contain_text(world.sites[0].url + "/eiffel")
     # Let the run end before the test does: its tasks must not outlive the test's database.
     expect(page.locator("#result-body")).to_have_attribute("data-status", re.compile("done|failed"), timeout=60_000)
+    # Read: the document is named by its page's title now (by its address until it was read).
+    expect(page.locator("#documents")).to_have_text("Eiffel Tower - Wiki encyclopedia")
+    assert list(run.sources.filter(origin="document").values_list("url", "status")) == [
+        (world.sites[0].url + "/eiffel", "done")
+    ]
 
 
 def test_a_refused_file_names_the_files_to_choose_again(page, live_server, world, celery_worker):
