@@ -70,6 +70,25 @@ def test_each_check_shows_its_overall_score_as_its_page_does(client, configured)
     assert client.get("/api/verifications").json()[0]["score"] == pytest.approx(2 / 3)
 
 
+@pytest.mark.django_db
+def test_the_list_reads_every_runs_evidence_in_one_query(client, configured, django_assert_num_queries):
+    def with_evidence(run):
+        claim = Claim.objects.create(sentence=make_sentence(run), index=0, text=TEXT, query=TEXT, status="done")
+        source = Source.objects.create(verification=run, url=f"https://e.example/{run.pk}")
+        Evidence.objects.create(claim=claim, source=source, index=0, passage="p", relevance=0.5, verdict="supported")
+
+    with_evidence(started(client))
+    with django_assert_num_queries(2):  # the runs listed, their evidence
+        client.get("/api/verifications")
+    for _ in range(4):
+        with_evidence(started(client))
+
+    with django_assert_num_queries(2):
+        listed = client.get("/api/verifications").json()
+
+    assert [run["score"] for run in listed] == [1.0] * 5
+
+
 def make_sentence(run):
     return Sentence.objects.create(
         verification=run,

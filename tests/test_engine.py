@@ -326,6 +326,20 @@ def test_the_unknown_hosts_of_one_search_are_asked_about_in_one_call(client, wor
     assert {s["type_decided_by"] for s in result["sources"]} == {"llm"}
 
 
+def test_when_the_hosts_question_fails_every_host_of_it_falls_back_and_the_run_ends(client, world, celery_worker):
+    world.llm.fail_words = {"Host: ": 400}  # a client error: not retried by the LLM client
+    result = wait_for(client, run(client, text="The Eiffel Tower is in Paris.", retrieval_mode="sparse"))
+
+    assert result["status"] == "done", result["error"]
+    decided = {s["host"]: s["type_decided_by"] for s in result["sources"]}
+    assert len(decided) > 1 and all(by.startswith("fallback: ") for by in decided.values())
+    assert world.llm.calls["source_type"] == 0  # asked together, and not again one by one
+    assert set(world.llm.hosts_asked()) == set(decided)
+    assert {s["source_type"] for s in result["sources"]} == {"other"}
+    (categorize,) = [p for p in result["problems"] if p["step"] == "categorize"]
+    assert categorize["count"] == len(result["sources"])  # one per source typed by the fallback
+
+
 def test_a_host_the_answer_left_out_is_asked_about_again_on_its_own(client, world, celery_worker):
     skipped = providers.host_of(world.sites[0].url)
     world.llm.skipped_hosts = (skipped,)

@@ -4,6 +4,7 @@ Create and read verifications here; every pipeline step on its own is in api_ste
 under /api/steps. Response schemas shared by both are in schemas.py."""
 
 import uuid
+from dataclasses import asdict
 from datetime import datetime
 from typing import Literal
 
@@ -291,7 +292,7 @@ def verification_list(request: HttpRequest):
     token = ownership.request_token(request)
     runs = selectors.runs_started_by(ownership.creator_key(token) if token else "")[:200]
     return [
-        {**row.__dict__, "permalink": request.build_absolute_uri(row.permalink)} for row in selectors.check_rows(runs)
+        {**asdict(row), "permalink": request.build_absolute_uri(row.permalink)} for row in selectors.check_rows(runs)
     ]
 
 

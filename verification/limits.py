@@ -147,7 +147,7 @@ def request_client(request: HttpRequest) -> str:
 
 @dataclass(frozen=True)
 class RateLimited:
-    runs: int  # what the client spent in the last hour, in the limit's unit
+    used: int  # what the client spent in the last hour, in the limit's unit
     limit: int
     retry_after: int  # seconds until the client may spend again
     what: str = "verifications"
@@ -156,7 +156,7 @@ class RateLimited:
     def message(self, who: str = "your address") -> str:
         minutes = math.ceil(self.retry_after / 60)
         return (
-            f"Too many {self.what} from {who}: {self.runs} in the last hour ({self.setting}={self.limit}). "
+            f"Too many {self.what} from {who}: {self.used} in the last hour ({self.setting}={self.limit}). "
             f"Try again in {minutes} minute{'' if minutes == 1 else 's'}."
         )
 
@@ -188,20 +188,21 @@ SPENDING_OPERATIONS = {
 
 def spend(client: str, budget: Budget, amount: int = 1):
     """Records the spending if it fits in the client's last hour, and returns the row (to undo
-    if the request ends up spending nothing); else returns RateLimited. Recorded first and
-    counted after, so concurrent requests cannot all slip under the limit."""
+    if the request ends up spending nothing); else returns RateLimited; None (nothing recorded)
+    when the limit is off. Recorded first and counted after, so concurrent requests cannot all
+    slip under the limit."""
     limit = getattr(settings, budget.setting) * budget.unit
+    if limit <= 0:
+        return None
     now = timezone.now()
     spending = services.spending_add(client=client, kind=budget.kind, amount=amount, forget_before=now - WINDOW)
-    if limit <= 0:
-        return spending
     spent = selectors.client_spending(client, budget.kind, since=now - WINDOW)
     total = sum(amount for _, amount in spent)
     if total <= limit:
         return spending
     services.spending_undo(spending)
     return RateLimited(
-        runs=math.ceil((total - amount) / budget.unit),
+        used=math.ceil((total - amount) / budget.unit),
         limit=limit // budget.unit,
         retry_after=_frees_at(selectors.client_spending(client, budget.kind, since=now - WINDOW), total - limit, now),
         what=budget.what,
@@ -276,4 +277,4 @@ def rate_limited(client: str) -> RateLimited | None:
     # A run may start once enough of the oldest have left the window to bring the count under the
     # limit: when the limit is not lowered meanwhile, that is the oldest one.
     frees_at = created[len(created) - limit] + WINDOW
-    return RateLimited(runs=len(created), limit=limit, retry_after=max(1, math.ceil((frees_at - now).total_seconds())))
+    return RateLimited(used=len(created), limit=limit, retry_after=max(1, math.ceil((frees_at - now).total_seconds())))

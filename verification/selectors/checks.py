@@ -8,11 +8,10 @@ from django.db.models import QuerySet
 
 from verification.documents import EVIDENCE_MODES
 from verification.models import Verification
-from verification.scoring import BAND_LABELS
-from verification.selectors.records import permalink, verification_scores
+from verification.scoring import BAND_LABELS, compute_scores
+from verification.selectors.records import evidence_records_of_runs, permalink
 from verification.selectors.result_json import evidence_mode
 from verification.selectors.result_page import title_words
-from verification.viewstate import ViewState
 
 
 @dataclass(frozen=True)
@@ -36,11 +35,13 @@ def runs_started_by(creator: str) -> QuerySet:
 
 
 def check_rows(runs) -> list[CheckRow]:
-    """Each run's overall score under the default rule and view, as its page first shows it
-    (finished runs read it from the finished-run cache)."""
+    """Each run's overall score under the default rule and view, as its page first shows it;
+    the evidence of every run listed is read in one query."""
+    runs = list(runs)
+    records = evidence_records_of_runs(run.pk for run in runs)
     rows = []
     for run in runs:
-        overall = verification_scores(run, ViewState()).overall
+        overall = compute_scores(records[run.pk]).overall
         rows.append(
             CheckRow(
                 id=str(run.pk),

@@ -78,11 +78,30 @@ def evidence_records(verification: Verification) -> list[EvidenceRecord]:
     return once_finished(verification, "evidence-records", lambda: _evidence_records(verification))
 
 
+_RECORD_FIELDS = ("id", "claim__sentence__index", "claim_id", "source__source_type", "verdict", "status")
+
+
 def _evidence_records(verification: Verification) -> list[EvidenceRecord]:
     rows = Evidence.objects.filter(claim__sentence__verification=verification).values_list(
-        "id", "claim__sentence__index", "claim_id", "source__source_type", "verdict", "status", "duplicate_of_id"
+        *_RECORD_FIELDS, "duplicate_of_id"
     )
-    return [EvidenceRecord(i, s, c, t, v, status == Status.FAILED, d) for i, s, c, t, v, status, d in rows]
+    return [_record(row) for row in rows]
+
+
+def evidence_records_of_runs(verification_ids) -> dict:
+    """Run id → what scoring needs of its evidence, for several runs in one query (a list of runs)."""
+    rows = Evidence.objects.filter(claim__sentence__verification_id__in=list(verification_ids)).values_list(
+        *_RECORD_FIELDS, "duplicate_of_id", "claim__sentence__verification_id"
+    )
+    records = defaultdict(list)
+    for row in rows:
+        records[row[-1]].append(_record(row[:-1]))
+    return records
+
+
+def _record(row) -> EvidenceRecord:
+    i, s, c, t, v, status, d = row
+    return EvidenceRecord(i, s, c, t, v, status == Status.FAILED, d)
 
 
 class ClaimRecord(NamedTuple):
