@@ -195,9 +195,11 @@ class FakeLLM(LoopbackServer):
             payload["types"] = [
                 e for e in payload["types"] if not any(h in _block(user, e["host"]) for h in self.skipped_hosts)
             ]
-        if not request.get("response_format"):
+        if request.get("response_format"):
+            return 200, json.dumps(payload)
+        if "Answer with one JSON object only" in user or kind not in ("judgements", "claims"):
             return 200, "Here is the answer:\n```json\n" + json.dumps(payload) + "\n```"
-        return 200, json.dumps(payload)
+        return 200, _as_lines(kind, payload)
 
 
 def _kind(request: dict, system: str) -> str:
@@ -268,9 +270,9 @@ def _sentence_claims(sentence: str, first: str) -> list[dict]:
 def _claims_judged(user: str) -> list[tuple[str, list[tuple[str, str]]]]:
     """[(claim, [(E label, passage), ...]), ...] as the judge prompt lists them."""
     judged = []
-    for block in re.split(r"\n\n(?=C\d+ \(from P\d+\): )", user)[1:]:
-        claim, _, passages = block.partition("\n\n")
-        passages = passages.split("\n\nAnswer with one JSON object only")[0]
+    user = user.split("\n\nAnswer with one JSON object only")[0]
+    for block in re.split(r"\n\n(?=C\d+(?: \(from P\d+\))?: )", "\n\n" + user)[1:]:
+        claim, _, passages = block.partition("\n")
         found = re.findall(r"^(E\d+)(?: \(from: [^\n]*\))?\n(.*?)(?=\n\nE\d+|\Z)", passages, re.MULTILINE | re.DOTALL)
         judged.append((claim.split(": ", 1)[1], found))
     return judged
@@ -292,6 +294,17 @@ def _judgements(user: str) -> dict:
                 verdict, why = "supported", "The passage states this."
             judgements.append({"evidence": label, "rationale": f"{why} (overlap {overlap:.0%})", "verdict": verdict})
     return {"judgements": judgements}
+
+
+def _as_lines(kind: str, payload: dict) -> str:
+    """The answer in the plain-text form the prompt asks for, when it asks for no JSON."""
+    if kind == "judgements":
+        return "\n".join(f"{j['evidence']}: {j['rationale']} | {j['verdict']}" for j in payload["judgements"])
+    lines = []
+    for entry in payload["sentences"]:
+        lines.append(f"{entry['sentence']}:")
+        lines += [f"- {c['claim']} | {c['query']}" for c in entry["claims"]]
+    return "\n".join(lines)
 
 
 _TITLE_TYPES = [

@@ -559,7 +559,7 @@ def _judge(verification: Verification, items: list[Evidence]) -> None:
     claims = [
         ClaimToJudge(
             text=group[0].claim.text,
-            context=" ".join(group[0].claim.sentence.context),
+            context="",  # decomposed claims stand alone (see pipeline/judge.py)
             items=tuple(EvidenceToJudge(key=str(e.pk), source_title=e.source.title, passage=e.passage) for e in group),
         )
         for group in by_claim.values()
@@ -719,13 +719,18 @@ def _maybe_judge(claim_id: int) -> None:
 def _judge_ready(sentence: Sentence, *, lingered: bool = False) -> None:
     """Send the ready claims (every page read) of the sentence's decompose chunk to the judge,
     packed into batches, once they fill a batch, or nothing else of the chunk is still being
-    searched or read, or the first of them has waited JUDGE_LINGER_S (`lingered`): claims
-    share calls, and a slow page elsewhere in the chunk holds a sentence's colour back by at
-    most that. A ready claim with nothing to judge finishes at once. Each claim is taken by one
-    caller (services.claim_start_judging)."""
+    searched or read, or the first of them has waited JUDGE_LINGER_S (JUDGE_LINGER_LATER_S
+    once the chunk has claims judged or judging; `lingered`): claims share calls, and a slow
+    page elsewhere in the chunk holds a sentence's colour back by at most that. A ready claim
+    with nothing to judge finishes at once. One caller at a time decides for a chunk
+    (services.judging_turn)."""
     chunks = _decompose_chunks(Sentence.objects.filter(verification_id=sentence.verification_id))
     sentence_ids = next(ids for ids in chunks if sentence.pk in ids)
-    claims = Claim.objects.filter(sentence_id__in=sentence_ids)
+    with services.judging_turn(sentence_ids[0]):
+        _send_ready_claims(Claim.objects.filter(sentence_id__in=sentence_ids), sentence, lingered=lingered)
+
+
+def _send_ready_claims(claims, sentence: Sentence, *, lingered: bool) -> None:
     unread = SearchResult.objects.filter(claim__in=claims).exclude(status__in=FINISHED).values("claim_id")
     waiting = claims.filter(
         Q(status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING])
@@ -743,7 +748,8 @@ def _judge_ready(sentence: Sentence, *, lingered: bool = False) -> None:
         held = [claim for claim in ready if claim.pending]
         batch = _full_batch(held)
         if len(batch) < len(held):
-            send(judge_lingered, sentence.pk, countdown=JUDGE_LINGER_S)
+            started = claims.filter(status__in=[ClaimStatus.JUDGING, ClaimStatus.DONE]).exists()
+            send(judge_lingered, sentence.pk, countdown=JUDGE_LINGER_LATER_S if started else JUDGE_LINGER_S)
         ready = [claim for claim in ready if not claim.pending] + batch
     groups = []
     for claim in ready:
@@ -754,8 +760,11 @@ def _judge_ready(sentence: Sentence, *, lingered: bool = False) -> None:
 
 
 # How long a claim whose pages are all read waits for the other claims of its chunk to be read
-# too, so that they share one judge call.
+# too, so that they share one judge call: briefly for the chunk's first call (the reader waits
+# for a first colour), longer once the chunk has one under way. Every call repeats the judge's
+# instructions, and a local model answers one call at a time anyway.
 JUDGE_LINGER_S = 1.0
+JUDGE_LINGER_LATER_S = 3.0
 
 
 @step("judging evidence")

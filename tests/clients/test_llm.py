@@ -186,6 +186,28 @@ def test_it_falls_back_to_plain_text_when_the_server_has_no_structured_output(fa
     assert json.dumps(SCHEMA) in plain["messages"][-1]["content"]
 
 
+def test_a_step_without_a_schema_gets_the_plain_text_it_asked_for(fake_llm):
+    server = fake_llm(structured=False)
+    seen = []
+
+    def keep(answer):
+        seen.append(answer)
+        return answer
+
+    make_client(server.url).complete(
+        system="Judge each passage.",
+        user="C1: It is tall.\nE1\nIt is tall.",
+        schema_name="judgements",
+        schema=None,
+        parse=keep,
+    )
+
+    [request] = server.requests  # no structured attempt first, so no 400 to fall back from
+    assert "response_format" not in request
+    assert request["messages"][-1]["content"] == "C1: It is tall.\nE1\nIt is tall."
+    assert seen == ["E1: The passage states this. (overlap 100%) | supported"]
+
+
 def test_it_remembers_a_server_without_structured_output(fake_llm):
     server = fake_llm(structured=False)
     client = make_client(server.url)

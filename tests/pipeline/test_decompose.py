@@ -7,7 +7,6 @@ from verification.pipeline.decompose import (
     CHUNK_SENTENCES,
     MAX_CLAIMS_PER_SENTENCE,
     MAX_QUERY_CHARS,
-    SCHEMA,
     SYSTEM_PROMPT,
     build_prompt,
     chunks,
@@ -121,6 +120,24 @@ def test_parse_chunk_reads_plain_text_sections():
         0: [ClaimDraft("Metformin treats diabetes", "metformin diabetes")],
         1: [],
         3: [ClaimDraft("Aspirin was sold in 1899", "Aspirin was sold in 1899")],
+    }
+
+
+def test_parse_chunk_reads_the_lines_as_asked_with_an_empty_sentence_and_a_claim_on_its_header_line():
+    answer = (
+        "S1:\n- Metformin treats diabetes. | metformin diabetes\n"
+        "- Metformin is a first-line drug. | metformin first line\n"
+        "S2:\n"
+        "S5: Aspirin was first sold in 1899. | aspirin 1899"
+    )
+
+    assert parse_chunk(answer, {"S1": 0, "S2": 1, "S5": 3}) == {
+        0: [
+            ClaimDraft("Metformin treats diabetes.", "metformin diabetes"),
+            ClaimDraft("Metformin is a first-line drug.", "metformin first line"),
+        ],
+        1: [],
+        3: [ClaimDraft("Aspirin was first sold in 1899.", "aspirin 1899")],
     }
 
 
@@ -290,7 +307,7 @@ def test_it_keeps_at_most_the_first_claims_after_deduplicating():
     assert [d.text for d in drafts] == [f"Claim {i}." for i in range(MAX_CLAIMS_PER_SENTENCE)]
 
 
-def test_decompose_sentence_asks_the_model_with_the_prompt_and_schema():
+def test_decompose_sentence_asks_the_model_for_plain_lines():
     model = FakeModel({"claims": [{"claim": "Metformin was approved in the US in 1994."}]})
     target = sentence(CONTEXT, 1)
 
@@ -307,7 +324,7 @@ def test_decompose_sentence_asks_the_model_with_the_prompt_and_schema():
             "system": SYSTEM_PROMPT,
             "user": build_prompt([target]),
             "schema_name": "claims",
-            "schema": SCHEMA,
+            "schema": None,
         }
     ]
 

@@ -2,10 +2,8 @@ import pytest
 
 from tests.pipeline.fake_model import FakeModel
 from verification.pipeline.judge import (
-    BATCH_SIZE,
     MAX_PASSAGE_CHARS,
     NO_VERDICT,
-    SCHEMA,
     SYSTEM_PROMPT,
     batches,
     build_prompt,
@@ -54,6 +52,26 @@ def test_it_parses_a_bare_list():
     ("answer", "expected"),
     [
         (
+            "E1: The passage gives the year 1889. | supported\n"
+            "E2: It says 1887, not 1889 | not_supported\n"
+            "E3: About the tower's colour, not its age. | irrelevant",
+            [
+                Judgement("ev-1", Verdict.SUPPORTED, "The passage gives the year 1889."),
+                Judgement("ev-2", Verdict.NOT_SUPPORTED, "It says 1887, not 1889"),
+                Judgement("ev-3", Verdict.IRRELEVANT, "About the tower's colour, not its age."),
+            ],
+        ),
+        (
+            "Here are my judgements:\n\n- **E1**: Gives the year | **Supported**\n"
+            "E2 - Says it was a bridge, so not supported => not supported\n"
+            "E3: Off topic. Verdict: irrelevant.",
+            [
+                Judgement("ev-1", Verdict.SUPPORTED, "Gives the year"),
+                Judgement("ev-2", Verdict.NOT_SUPPORTED, "Says it was a bridge, so not supported"),
+                Judgement("ev-3", Verdict.IRRELEVANT, "Off topic."),
+            ],
+        ),
+        (
             "E1: supported: The passage says so.\n"
             "E2: not supported: It contradicts the claim.\n"
             "**E3** - irrelevant - Off topic.",
@@ -72,7 +90,7 @@ def test_it_parses_a_bare_list():
             ],
         ),
     ],
-    ids=["one-line-each", "prose-and-other-separators"],
+    ids=["as-asked", "markdown-and-other-separators", "verdict-first", "prose-and-verdict-first"],
 )
 def test_it_parses_plain_text_lines(answer, expected):
     assert parse_judgements(answer, LABELS) == expected
@@ -167,7 +185,7 @@ def test_parse_verdict_accepts_synonyms(value, expected):
         (0, 8, []),
         (3, 2, [[0, 1], [2]]),
         (4, 2, [[0, 1], [2, 3]]),
-        (33, BATCH_SIZE, [list(range(0, 16)), list(range(16, 32)), [32]]),
+        (41, 20, [list(range(0, 20)), list(range(20, 40)), [40]]),
     ],
 )
 def test_batches_splits_in_order(count, size, expected):
@@ -180,30 +198,39 @@ def test_build_prompt_labels_each_passage_with_its_source():
         EvidenceToJudge("b", "", "The tower is in Paris."),
     ]
 
-    prompt = build_prompt(
-        [ClaimToJudge("The Eiffel Tower was completed in 1889.", "The tower. Its age.", tuple(items))]
-    )
+    prompt = build_prompt([ClaimToJudge("The Eiffel Tower was completed in 1889.", "", tuple(items))])
 
     assert prompt == (
-        "Context paragraphs:\nP1: The tower. Its age.\n\n"
-        "C1 (from P1): The Eiffel Tower was completed in 1889.\n\n"
+        "C1: The Eiffel Tower was completed in 1889.\n"
         "E1 (from: Eiffel Tower - Wiki)\nThe tower was completed in 1889.\n\n"
         "E2\nThe tower is in Paris."
     )
 
 
-def test_build_prompt_sends_each_paragraph_once_and_numbers_evidence_across_claims():
+def test_build_prompt_numbers_evidence_across_claims_and_sends_no_paragraph_for_standalone_claims():
     claims = [
-        ClaimToJudge("Claim one.", "Paragraph A.", (EvidenceToJudge("a", "", "Passage a."),)),
-        ClaimToJudge("Claim two.", "Paragraph B.", (EvidenceToJudge("b", "", "Passage b."),)),
-        ClaimToJudge("Claim three.", "Paragraph A.", (EvidenceToJudge("c", "", "Passage c."),)),
+        ClaimToJudge("Claim one.", "", (EvidenceToJudge("a", "", "Passage a."),)),
+        ClaimToJudge("Claim two.", "", (EvidenceToJudge("b", "", "Passage b."), EvidenceToJudge("c", "", "c."))),
     ]
 
-    assert build_prompt(claims) == (
-        "Context paragraphs:\nP1: Paragraph A.\nP2: Paragraph B.\n\n"
-        "C1 (from P1): Claim one.\n\nE1\nPassage a.\n\n"
-        "C2 (from P2): Claim two.\n\nE2\nPassage b.\n\n"
-        "C3 (from P1): Claim three.\n\nE3\nPassage c."
+    assert build_prompt(claims) == "C1: Claim one.\nE1\nPassage a.\n\nC2: Claim two.\nE2\nPassage b.\n\nE3\nc."
+
+
+def test_build_prompt_sends_a_given_paragraph_once_for_the_claims_that_have_one():
+    claims = [
+        ClaimToJudge("It is tall.", "The Eiffel Tower. It is tall.", (EvidenceToJudge("a", "", "Passage a."),)),
+        ClaimToJudge("Paris is in France.", "", (EvidenceToJudge("b", "", "Passage b."),)),
+        ClaimToJudge("It is old.", "The Eiffel Tower. It is tall.", (EvidenceToJudge("c", "", "Passage c."),)),
+    ]
+
+    prompt = build_prompt(claims)
+
+    assert prompt.count("The Eiffel Tower. It is tall.") == 1
+    assert prompt.endswith(
+        "P1: The Eiffel Tower. It is tall.\n\n"
+        "C1 (from P1): It is tall.\nE1\nPassage a.\n\n"
+        "C2: Paris is in France.\nE2\nPassage b.\n\n"
+        "C3 (from P1): It is old.\nE3\nPassage c."
     )
 
 
@@ -228,14 +255,7 @@ def test_judge_claim_maps_labels_back_to_evidence_keys():
         EvidenceToJudge("source-7", "Wiki", "The tower was completed in 1889."),
         EvidenceToJudge("source-9", "Blog", "Bananas are yellow."),
     ]
-    model = FakeModel(
-        {
-            "judgements": [
-                {"evidence": "E1", "rationale": "States the year.", "verdict": "supported"},
-                {"evidence": "E2", "rationale": "About fruit.", "verdict": "irrelevant"},
-            ]
-        }
-    )
+    model = FakeModel("E1: States the year. | supported\nE2: About fruit. | irrelevant")
 
     judgements = judge_claim(model, claim="Completed in 1889.", context="ctx", items=items)
 
@@ -248,7 +268,7 @@ def test_judge_claim_maps_labels_back_to_evidence_keys():
             "system": SYSTEM_PROMPT,
             "user": build_prompt([ClaimToJudge("Completed in 1889.", "ctx", tuple(items))]),
             "schema_name": "judgements",
-            "schema": SCHEMA,
+            "schema": None,
         }
     ]
 

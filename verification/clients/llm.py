@@ -82,7 +82,9 @@ class LLMClient:
         self.retry_budget = retry_budget
         self.usage = LLMUsage()
 
-    def complete(self, *, system: str, user: str, schema_name: str, schema: dict, parse: Callable[[Any], T]) -> T:
+    def complete(
+        self, *, system: str, user: str, schema_name: str, schema: dict | None, parse: Callable[[Any], T]
+    ) -> T:
         problem = ""
         for _attempt in range(2):
             text = self._ask(system, user, schema_name, schema)
@@ -92,7 +94,12 @@ class LLMClient:
                 problem = str(error)
         raise StepError(f"the model {self.model} gave a malformed answer twice ({problem})")
 
-    def _ask(self, system: str, user: str, schema_name: str, schema: dict) -> str:
+    def _ask(self, system: str, user: str, schema_name: str, schema: dict | None) -> str:
+        if schema is None:  # a plain-text answer, in the format the prompt describes
+            try:
+                return self._chat(system, user, schema_name, schema, structured=False)
+            except openai.BadRequestError as error:
+                raise StepError(describe_api_error(error, self.model, self.base_url)) from error
         if (self.base_url, self.model) not in _NO_STRUCTURED_OUTPUT:
             try:
                 return self._chat(system, user, schema_name, schema, structured=True)
@@ -107,14 +114,14 @@ class LLMClient:
             _NO_STRUCTURED_OUTPUT.add((self.base_url, self.model))
         return text
 
-    def _chat(self, system: str, user: str, schema_name: str, schema: dict, structured: bool) -> str:
+    def _chat(self, system: str, user: str, schema_name: str, schema: dict | None, structured: bool) -> str:
         kwargs: dict[str, Any] = {}
         if structured:
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": schema_name, "schema": schema, "strict": True},
             }
-        else:
+        elif schema is not None:
             user = f"{user}\n\nAnswer with one JSON object only, matching this JSON schema:\n{json.dumps(schema)}"
         try:
             response = self._create(

@@ -20,60 +20,30 @@ CHUNK_CHARS = 3000
 
 # Worded after the FACTS&EVIDENCE prompt: the paragraphs are numbered S1..Sn so the model can
 # resolve "it"/"this treatment" from earlier sentences, and only the target sentences are split.
-# The example shows decontextualization and an empty list for an opinion, because models
+# The example shows decontextualization and an empty answer for an opinion, because models
 # otherwise invent claims for greetings and hedges; every target is listed in the answer so a
-# sentence the model skips is noticed (and asked again) instead of read as "no claims".
-SYSTEM_PROMPT = """You split sentences of an AI-written text into atomic claims for fact-checking.
-An atomic claim states exactly one checkable fact. Each claim must stand alone: replace
-pronouns and references ("it", "this drug", "the company") with the names they refer to in the
-context. Do not add facts that the sentence does not state. Opinions, greetings, advice and
-questions have no claims. For each claim also write a short web search query that would find
-evidence for or against it. Paragraphs are separated by a blank line.
+# sentence the model skips is noticed (and asked again) instead of read as "no claims". The
+# answer is plain lines, not JSON: the model writes every character of it, and the keys and
+# quotes of JSON cost about a quarter of what it wrote.
+SYSTEM_PROMPT = """You split sentences of an AI-written text into atomic claims for fact-checking. An
+atomic claim states exactly one checkable fact and stands alone: replace pronouns and references
+("it", "this drug") with what they refer to in the context. Add no facts the sentence does not
+state. Opinions, greetings, advice and questions have no claims. Give each claim a short web
+search query that would find evidence for or against it. Paragraphs are separated by a blank line.
 
 Example
 Context:
 S1: Metformin is the first-line drug for type 2 diabetes.
-S2: It lowers blood sugar by reducing glucose production in the liver and was approved in the US in 1994.
+S2: It lowers blood sugar and was approved in the US in 1994.
 S3: I hope this helps!
 Target sentences: S2, S3
 Answer:
-{"sentences": [
- {"sentence": "S2", "claims": [
-  {"claim": "Metformin lowers blood sugar.", "query": "metformin lowers blood sugar"},
-  {"claim": "Metformin reduces glucose production in the liver.", "query": "metformin liver glucose production"},
-  {"claim": "Metformin was approved in the US in 1994.", "query": "metformin FDA approval 1994"}]},
- {"sentence": "S3", "claims": []}]}
+S2:
+- Metformin lowers blood sugar. | metformin lowers blood sugar
+- Metformin was approved in the US in 1994. | metformin FDA approval 1994
+S3:
 
-Answer every target sentence, in order. In plain text, write a line "S2:" per target sentence,
-then one claim per line as "- claim | query" (nothing for a sentence with no claims)."""
-
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "sentences": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "sentence": {"type": "string"},
-                    "claims": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {"claim": {"type": "string"}, "query": {"type": "string"}},
-                            "required": ["claim", "query"],
-                            "additionalProperties": False,
-                        },
-                    },
-                },
-                "required": ["sentence", "claims"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["sentences"],
-    "additionalProperties": False,
-}
+Answer every target sentence, in order, as in the example."""
 
 NOT_ANSWERED = "the model left this sentence out of its answer (asked twice)"
 
@@ -143,7 +113,7 @@ def _ask(llm: JsonLLM, targets: Sequence[SegmentedSentence]) -> dict[int, list[C
         system=SYSTEM_PROMPT,
         user=build_prompt(targets),
         schema_name="claims",
-        schema=SCHEMA,
+        schema=None,
         parse=lambda answer: parse_chunk(answer, asked),
     )
 
@@ -185,23 +155,28 @@ def parse_chunk(answer: Any, asked: dict[str, int]) -> dict[int, list[ClaimDraft
 
 
 def _sections(text: str) -> list[tuple[str, str]]:
-    """Plain text "S2:" headers, each followed by its bullets (or "none")."""
+    """Plain text "S2:" headers, each followed by its bullets (or nothing, or "none")."""
     sections: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
         header = _HEADER.match(line)
         if header and not _BULLET.match(line):
-            sections.append((header.group(1), [header.group(2)] if header.group(2) else []))
+            rest = header.group(2)
+            # A claim on the header's own line ("S2: Metformin … | query") is a claim too.
+            if rest and not _NONE.fullmatch(rest) and not _BULLET.match(rest):
+                rest = f"- {rest}"
+            sections.append((header.group(1), [rest] if rest else []))
         elif sections:
             sections[-1][1].append(line)
     return [(label, "\n".join(lines).strip()) for label, lines in sections]
 
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+(.+)$")
+_NONE = re.compile(r"\W*(none|no claims?)\W*", re.IGNORECASE)
 
 
 def parse_claims(answer: Any) -> list[ClaimDraft]:
-    """One sentence's claims. Accepts the JSON shape asked for, a bare list, or plain text with
-    one "- claim | query" bullet per line (servers without structured output)."""
+    """One sentence's claims: plain text with one "- claim | query" bullet per line, as asked,
+    or the JSON some models write anyway ({"claims": [{"claim", "query"}]} or a bare list)."""
     if isinstance(answer, dict) and isinstance(answer.get("claims"), list):
         items = answer["claims"]
     elif isinstance(answer, list):
@@ -219,7 +194,7 @@ def parse_claims(answer: Any) -> list[ClaimDraft]:
 
 
 def _bullets(text: str) -> list[dict]:
-    if re.fullmatch(r"\W*(none|no claims?)\W*", text, flags=re.IGNORECASE) or not text:
+    if _NONE.fullmatch(text) or not text:
         return []
     items = []
     for line in text.splitlines():

@@ -1,9 +1,15 @@
 """Claims + evidence passages → a verdict and rationale for each passage.
 
 One call judges the evidence of several claims (those decomposed together, as their pages are
-read), up to BATCH_SIZE items: the instructions and each paragraph are read once per call instead
-of once per claim, and the model can compare passages. The design paper asked once per claim and
-passage."""
+read), up to BATCH_SIZE items: the instructions are read once per call instead of once per
+claim, and the model can compare passages. The design paper asked once per claim and passage.
+
+The run sends no paragraph: its claims were made to stand alone when they were decomposed
+(pronouns resolved from the paragraph), so the paragraph reaches the model once, there. A
+caller whose claim does not stand alone (the API's judge step) can still give its context.
+
+The answer is plain lines, not JSON: a model writes every character of its answer, slowly on
+a local server, and JSON's keys and quotes were about as long as the verdicts themselves."""
 
 import re
 from collections.abc import Sequence
@@ -11,48 +17,25 @@ from typing import Any, TypeVar
 
 from .types import ClaimToJudge, EvidenceToJudge, JsonLLM, Judgement, MalformedAnswer, Verdict
 
-# Evidence items (pages) per call: twice what one claim has at the default top-k, so claims
-# share the instructions; few enough that a small local model keeps track and a failed call
-# fails few items.
-BATCH_SIZE = 16
+# Evidence items (pages) per call: four claims' at the default top-k, so claims share the
+# instructions; few enough that a small local model keeps track and a failed call fails few
+# items. Its answer (a line an item) is shorter than 16 items' were in JSON.
+BATCH_SIZE = 20
 # An item is up to top-k excerpts of one page (with context), so it gets room for several.
 MAX_PASSAGE_CHARS = 4000
 MAX_TITLE_CHARS = 150
 
-# The rationale comes before the verdict so the model reasons first (chain of thought), and is
-# one short sentence: a model writes slowly, and the verdict needs the reason, not an essay.
-# "irrelevant" is spelled out because models otherwise call off-topic passages "not supported",
-# which would count against a true claim. Sent with every judge call, so it says each rule once.
-SYSTEM_PROMPT = """You check claims from an AI-written text against web passages. A passage is one or more
-excerpts of one page, joined by " … ", listed under the claim it is evidence for; the paragraph a
-claim came from (P1..) only tells what the claim means. Judge each passage from its text alone:
-- supported: it states or clearly implies that the claim is true;
-- not_supported: it is about the claim's subject and contradicts it or shows it is wrong;
-- irrelevant: it does not address the claim, or says too little to decide.
-For each passage write a rationale (one sentence, at most 20 words), then the verdict. Answer
-with JSON: {"judgements": [{"evidence": "E1", "rationale": ..., "verdict": ...}, ...]}, one entry
-per passage; in plain text, one line per passage: "E1: verdict: rationale"."""
-
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "judgements": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "evidence": {"type": "string"},
-                    "rationale": {"type": "string"},
-                    "verdict": {"type": "string", "enum": [v.value for v in Verdict]},
-                },
-                "required": ["evidence", "rationale", "verdict"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["judgements"],
-    "additionalProperties": False,
-}
+# The reason comes before the verdict so the model reasons first (chain of thought), and is
+# short: a model writes slowly, and the verdict needs the reason, not an essay. "irrelevant" is
+# spelled out because models otherwise call off-topic passages "not supported", which would
+# count against a true claim. Sent with every judge call, so it says each rule once.
+SYSTEM_PROMPT = """Judge each passage (E1..) against the claim (C1..) above it, from the passage alone.
+A passage is excerpts of one page, joined by " … ".
+supported: it states or clearly implies the claim;
+not_supported: it is about the claim's subject and contradicts it;
+irrelevant: it does not address the claim, or says too little to decide.
+One line per passage, a reason (at most 15 words) before the verdict:
+E1: <reason> | <verdict>"""
 
 T = TypeVar("T")
 
@@ -77,19 +60,25 @@ def pack(groups: Sequence[Sequence[T]], size: int = BATCH_SIZE) -> list[list[T]]
 
 
 def build_prompt(claims: Sequence[ClaimToJudge]) -> str:
-    """Each paragraph once (P1..), then each claim (C1..) with its passages (E1.., numbered
-    across claims). A page title the passage already starts with is not repeated."""
+    """Each claim (C1..) with its passages (E1.., numbered across claims). A page title the
+    passage already starts with is not repeated. Paragraphs come first, each once, only when
+    a claim has one (see the module's docstring)."""
     paragraphs: dict[str, int] = {}
     for claim in claims:
-        paragraphs.setdefault(claim.context, len(paragraphs) + 1)
-    parts = ["Context paragraphs:\n" + "\n".join(f"P{n}: {text}" for text, n in paragraphs.items())]
+        if claim.context:
+            paragraphs.setdefault(claim.context, len(paragraphs) + 1)
+    parts = []
+    if paragraphs:
+        listed = "\n".join(f"P{n}: {text}" for text, n in paragraphs.items())
+        parts.append(f"Paragraphs the claims come from (they only tell what a claim means):\n{listed}")
     number = 0
     for c, claim in enumerate(claims, start=1):
+        origin = f" (from P{paragraphs[claim.context]})" if claim.context else ""
         passages = []
         for item in claim.items:
             number += 1
             passages.append(f"E{number}{_title(item)}\n{item.passage[:MAX_PASSAGE_CHARS]}")
-        parts.append(f"C{c} (from P{paragraphs[claim.context]}): {claim.text}\n\n" + "\n\n".join(passages))
+        parts.append(f"C{c}{origin}: {claim.text}\n" + "\n\n".join(passages))
     return "\n\n".join(parts)
 
 
@@ -106,33 +95,51 @@ def judge_claims(llm: JsonLLM, claims: Sequence[ClaimToJudge]) -> list[Judgement
         system=SYSTEM_PROMPT,
         user=build_prompt(claims),
         schema_name="judgements",
-        schema=SCHEMA,
+        schema=None,
         parse=lambda answer: parse_judgements(answer, labels),
     )
 
 
-def judge_claim(llm: JsonLLM, *, claim: str, context: str, items: Sequence[EvidenceToJudge]) -> list[Judgement]:
+def judge_claim(llm: JsonLLM, *, claim: str, items: Sequence[EvidenceToJudge], context: str = "") -> list[Judgement]:
     return judge_claims(llm, [ClaimToJudge(text=claim, context=context, items=tuple(items))])
 
 
-_LINE = re.compile(r"^\W*(E\d+)\W+([A-Za-z_]+(?:[ -][A-Za-z_]+)*?)\s*(?::|\s[-–—]|[–—])\s*(.*)$")
+# "E1: reason | verdict" as asked; also "E1: verdict: reason" (and " - " or " — " for the
+# colon), which models fall back to, and Markdown around the label or the verdict.
+_LABEL = re.compile(r"^\W*(E\d+)\b[\W_]*(.*)$")
+_VERDICT = r"([A-Za-z_]+(?:[ -][A-Za-z_]+){0,3}?)"
+_VERDICT_FIRST = re.compile(rf"^{_VERDICT}\W*?(?::|\s[-–—]|[–—])\s*(.*)$")
+_VERDICT_LAST = re.compile(rf"^(.*?)\s*(?:\||=>|->|→|\bverdict\b\W*)\W*{_VERDICT}[\W_]*$", re.IGNORECASE)
+
+
+def parse_line(line: str) -> dict | None:
+    """One line of a plain-text answer → {"evidence", "verdict", "rationale"}, or None."""
+    label = _LABEL.match(line.strip())
+    if not label:
+        return None
+    rest = label.group(2).strip()
+    if "|" in rest:
+        reason, _, verdict = rest.rpartition("|")
+        return {"evidence": label.group(1), "verdict": verdict, "rationale": reason}
+    for pattern, reason_at, verdict_at in ((_VERDICT_FIRST, 2, 1), (_VERDICT_LAST, 1, 2)):
+        match = pattern.match(rest)
+        if match and parse_verdict(match.group(verdict_at)) is not None:
+            return {"evidence": label.group(1), "verdict": match.group(verdict_at), "rationale": match.group(reason_at)}
+    return None
 
 
 def parse_judgements(answer: Any, labels: dict[str, str]) -> list[Judgement]:
     """The answer → one Judgement per label (E1.. → evidence key). Items the model skipped get
-    an error; an answer that judges none of them is malformed."""
+    an error; an answer that judges none of them is malformed. Plain lines as asked, or the
+    JSON some models write anyway ({"judgements": [{"evidence", "rationale", "verdict"}]})."""
     if isinstance(answer, dict) and isinstance(answer.get("judgements"), list):
         entries = answer["judgements"]
     elif isinstance(answer, list):
         entries = answer
     elif isinstance(answer, str):
-        entries = [
-            {"evidence": m.group(1), "verdict": m.group(2), "rationale": m.group(3)}
-            for m in map(_LINE.match, answer.splitlines())
-            if m
-        ]
+        entries = [entry for entry in map(parse_line, answer.splitlines()) if entry]
     else:
-        raise MalformedAnswer("expected an object with a 'judgements' list")
+        raise MalformedAnswer("expected one line per passage (E1: reason | verdict) or a 'judgements' list")
     found: dict[str, Judgement] = {}
     for entry in entries:
         if not isinstance(entry, dict):
@@ -140,7 +147,7 @@ def parse_judgements(answer: Any, labels: dict[str, str]) -> list[Judgement]:
         label = str(entry.get("evidence", "")).strip().upper()
         verdict = parse_verdict(entry.get("verdict"))
         if label in labels and verdict is not None and label not in found:
-            rationale = " ".join(str(entry.get("rationale") or "").split())
+            rationale = " ".join(str(entry.get("rationale") or "").split()).strip("*_ ")
             found[label] = Judgement(key=labels[label], verdict=verdict, rationale=rationale)
     if not found:
         raise MalformedAnswer("no usable verdict in the answer")
@@ -158,6 +165,7 @@ _VERDICT_WORDS = {
     "unsupported": Verdict.NOT_SUPPORTED,
     "refuted": Verdict.NOT_SUPPORTED,
     "contradicted": Verdict.NOT_SUPPORTED,
+    "contradicts": Verdict.NOT_SUPPORTED,
     "false": Verdict.NOT_SUPPORTED,
     "irrelevant": Verdict.IRRELEVANT,
     "not_relevant": Verdict.IRRELEVANT,
@@ -168,4 +176,5 @@ _VERDICT_WORDS = {
 def parse_verdict(value: Any) -> Verdict | None:
     if not isinstance(value, str):
         return None
-    return _VERDICT_WORDS.get("_".join(value.strip().lower().replace("-", " ").split()))
+    words = re.sub(r"[^a-z]+", " ", value.lower().replace("_", " "))
+    return _VERDICT_WORDS.get("_".join(words.split()))

@@ -134,7 +134,8 @@ class EvidenceToJudge:
 
 @dataclass(frozen=True)
 class ClaimToJudge:
-    """A claim, the paragraph it came from and its evidence, as one call judges it with others."""
+    """A claim and its evidence, as one call judges it with others; `context`: the paragraph
+    it came from, for a claim that does not stand alone ("" for a run's decomposed claims)."""
 
     text: str
     context: str
@@ -161,10 +162,14 @@ class MalformedAnswer(ValueError):
 
 
 class JsonLLM(Protocol):
-    """What a step needs from a language model: one JSON answer, parsed by the step's own
-    pure `parse` function (which raises MalformedAnswer to get one more try)."""
+    """What a step needs from a language model: one answer, parsed by the step's own pure
+    `parse` function (which raises MalformedAnswer to get one more try). With a `schema` the
+    answer is JSON of that schema; with none it is the plain text the prompt asks for (JSON the
+    model writes anyway comes decoded)."""
 
-    def complete(self, *, system: str, user: str, schema_name: str, schema: dict, parse: Callable[[Any], T]) -> T: ...
+    def complete(
+        self, *, system: str, user: str, schema_name: str, schema: dict | None, parse: Callable[[Any], T]
+    ) -> T: ...
 
 
 class SearchProvider(Protocol):

@@ -1,9 +1,10 @@
 """Writes of a run's rows as the pipeline makes them: sentences, claims, search results, sources,
 evidence and judgements. Status changes are conditional UPDATEs (`transition`)."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 
 from verification.documents import is_upload
@@ -219,6 +220,20 @@ def results_read(reads: Sequence[tuple[SearchResult, Sequence[Passage] | None]])
         )
         touched.add(result.claim_id)
     return touched
+
+
+@contextmanager
+def judging_turn(chunk_id: int) -> Iterator[None]:
+    """One caller at a time decides what a decompose chunk (named by its first sentence's id)
+    sends to the judge. Pages of one chunk are often read at the same moment; each of their
+    tasks would otherwise take the claims it saw ready and send its own half-full judge call,
+    every one repeating the instructions. Held until the caller's transaction ends."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [chunk_id])
+        # SQLite: the transaction is IMMEDIATE (settings), so it already holds the write lock.
+        yield
 
 
 def claim_start_judging(claim_id: int) -> bool:
