@@ -72,6 +72,16 @@ def test_it_parses_a_bare_list():
             ],
         ),
         (
+            "E1: supported | Gives the year.\n"
+            "E2: The page says 1887: not supported\n"
+            "E3: Says nothing of it | maybe | perhaps",
+            [
+                Judgement("ev-1", Verdict.SUPPORTED, "Gives the year."),
+                Judgement("ev-2", Verdict.NOT_SUPPORTED, "The page says 1887"),
+                missing("ev-3"),
+            ],
+        ),
+        (
             "E1: supported: The passage says so.\n"
             "E2: not supported: It contradicts the claim.\n"
             "**E3** - irrelevant - Off topic.",
@@ -90,7 +100,13 @@ def test_it_parses_a_bare_list():
             ],
         ),
     ],
-    ids=["as-asked", "markdown-and-other-separators", "verdict-first", "prose-and-verdict-first"],
+    ids=[
+        "as-asked",
+        "markdown-and-other-separators",
+        "verdict-first-or-after-a-colon-and-no-verdict",
+        "verdict-first",
+        "prose-and-verdict-first",
+    ],
 )
 def test_it_parses_plain_text_lines(answer, expected):
     assert parse_judgements(answer, LABELS) == expected

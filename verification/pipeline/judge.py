@@ -104,12 +104,13 @@ def judge_claim(llm: JsonLLM, *, claim: str, items: Sequence[EvidenceToJudge], c
     return judge_claims(llm, [ClaimToJudge(text=claim, context=context, items=tuple(items))])
 
 
-# "E1: reason | verdict" as asked; also "E1: verdict: reason" (and " - " or " — " for the
-# colon), which models fall back to, and Markdown around the label or the verdict.
+# "E1: reason | verdict" as asked (the verdict first also goes, as does Markdown around the
+# label or the verdict); without a "|", "E1: verdict: reason" or "E1: reason: verdict" (" - ",
+# " — ", "=>" or "Verdict:" for the colon), which models fall back to.
 _LABEL = re.compile(r"^\W*(E\d+)\b[\W_]*(.*)$")
 _VERDICT = r"([A-Za-z_]+(?:[ -][A-Za-z_]+){0,3}?)"
 _VERDICT_FIRST = re.compile(rf"^{_VERDICT}\W*?(?::|\s[-–—]|[–—])\s*(.*)$")
-_VERDICT_LAST = re.compile(rf"^(.*?)\s*(?:\||=>|->|→|\bverdict\b\W*)\W*{_VERDICT}[\W_]*$", re.IGNORECASE)
+_VERDICT_LAST = re.compile(rf"^(.*?)\s*(?::|\s[-–—]\s|=>|->|→|\bverdict\b\W*)\W*{_VERDICT}[\W_]*$", re.IGNORECASE)
 
 
 def parse_line(line: str) -> dict | None:
@@ -119,8 +120,11 @@ def parse_line(line: str) -> dict | None:
         return None
     rest = label.group(2).strip()
     if "|" in rest:
-        reason, _, verdict = rest.rpartition("|")
-        return {"evidence": label.group(1), "verdict": verdict, "rationale": reason}
+        fields = [field.strip() for field in rest.split("|")]
+        for verdict, reason in ((fields[-1], fields[:-1]), (fields[0], fields[1:])):
+            if parse_verdict(verdict) is not None:
+                return {"evidence": label.group(1), "verdict": verdict, "rationale": " | ".join(reason)}
+        return None
     for pattern, reason_at, verdict_at in ((_VERDICT_FIRST, 2, 1), (_VERDICT_LAST, 1, 2)):
         match = pattern.match(rest)
         if match and parse_verdict(match.group(verdict_at)) is not None:
