@@ -14,6 +14,7 @@ from tests.conftest import free_port
 from tests.fakes import FakePage, FakeSite
 from tests.test_engine import all_evidence, run, wait_for
 from verification.models import Verification
+from verification.pipeline import judge
 from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -193,7 +194,7 @@ def zorbian_passages_judged(world) -> int:
     judge_prompts = [
         request["messages"][-1]["content"]
         for request in world.llm.requests
-        if request["response_format"]["json_schema"]["name"] == "judgements"
+        if request["messages"][0]["content"] == judge.SYSTEM_PROMPT
     ]
     return sum(
         len(re.findall(r"^E\d+[^\n]*\n[^\n]*Zorbian lighthouse was built", prompt, re.MULTILINE))
