@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
-from nltk.stem.snowball import SnowballStemmer
-from nltk.tokenize import wordpunct_tokenize
 from rank_bm25 import BM25Okapi
 
+from . import lazy
 from .segment import split_sentences
 from .types import Embedder, Page, PageSentences, Passage
 
@@ -72,7 +71,9 @@ def split_page(page: Page) -> PageSentences:
     )
 
 
-_STEMMER = SnowballStemmer("english")
+# nltk through `lazy`, which keeps it from importing scipy and scikit-learn (seconds of CPU).
+_STEMMER = lazy.load("nltk.stem.snowball").SnowballStemmer("english")
+wordpunct_tokenize = lazy.load("nltk.tokenize").wordpunct_tokenize
 
 
 @lru_cache(maxsize=200_000)
