@@ -112,6 +112,12 @@ def test_it_parses_plain_text_lines(answer, expected):
     assert parse_judgements(answer, LABELS) == expected
 
 
+def test_a_line_that_kept_the_prompts_angle_brackets_is_read_without_them():
+    assert parse_judgements("E2: <Says it was built in 1887.> | <not_supported>", LABELS)[1] == Judgement(
+        "ev-2", Verdict.NOT_SUPPORTED, "Says it was built in 1887."
+    )
+
+
 def test_it_gives_an_error_to_the_evidence_the_model_skipped():
     answer = {"judgements": [{"evidence": "E3", "rationale": "Says so.", "verdict": "supported"}]}
 

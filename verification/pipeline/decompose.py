@@ -24,7 +24,7 @@ CHUNK_CHARS = 3000
 # otherwise invent claims for greetings and hedges; every target is listed in the answer so a
 # sentence the model skips is noticed (and asked again) instead of read as "no claims". The
 # answer is plain lines, not JSON: the model writes every character of it, and the keys and
-# quotes of JSON cost about a quarter of what it wrote.
+# quotes of JSON cost about a third of what it wrote.
 SYSTEM_PROMPT = """You split sentences of an AI-written text into atomic claims for fact-checking. An
 atomic claim states exactly one checkable fact and stands alone: replace pronouns and references
 ("it", "this drug") with what they refer to in the context. Add no facts the sentence does not

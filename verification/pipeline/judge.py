@@ -151,7 +151,7 @@ def parse_judgements(answer: Any, labels: dict[str, str]) -> list[Judgement]:
         label = str(entry.get("evidence", "")).strip().upper()
         verdict = parse_verdict(entry.get("verdict"))
         if label in labels and verdict is not None and label not in found:
-            rationale = " ".join(str(entry.get("rationale") or "").split()).strip("*_ ")
+            rationale = " ".join(str(entry.get("rationale") or "").split()).strip("*_<> ")
             found[label] = Judgement(key=labels[label], verdict=verdict, rationale=rationale)
     if not found:
         raise MalformedAnswer("no usable verdict in the answer")
