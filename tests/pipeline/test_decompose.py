@@ -123,6 +123,16 @@ def test_parse_chunk_reads_plain_text_sections():
     }
 
 
+def test_parse_chunk_reads_headers_numbered_like_a_list():
+    answer = "1. **S1:**\n- Metformin treats diabetes. | metformin diabetes\n2) S2:\n3. S5: none"
+
+    assert parse_chunk(answer, {"S1": 0, "S2": 1, "S5": 3}) == {
+        0: [ClaimDraft("Metformin treats diabetes.", "metformin diabetes")],
+        1: [],
+        3: [],
+    }
+
+
 def test_parse_chunk_reads_the_lines_as_asked_with_an_empty_sentence_and_a_claim_on_its_header_line():
     answer = (
         "S1:\n- Metformin treats diabetes. | metformin diabetes\n"

@@ -62,7 +62,7 @@ def test_it_parses_a_bare_list():
             ],
         ),
         (
-            "Here are my judgements:\n\n- **E1**: Gives the year | **Supported**\n"
+            "Here are my judgements:\n\n1. **E1**: Gives the year | **Supported**\n"
             "E2 - Says it was a bridge, so not supported => not supported\n"
             "E3: Off topic. Verdict: irrelevant.",
             [

@@ -126,6 +126,17 @@ def decompose_sentence(llm: JsonLLM, sentence: SegmentedSentence) -> list[ClaimD
 
 
 _HEADER = re.compile(r"^\W*(S\d+)\W*:?\s*(.*)$")
+# A header some models number like a list item: "1. S2:", "2) **S3:**".
+_NUMBERED_HEADER = re.compile(r"^\s*\d{1,2}[.)]\s+\W*(S\d+)\b\W*:\s*(.*)$")
+
+
+def _header(line: str) -> re.Match | None:
+    """A sentence's header line ("S2:"), not a claim's bullet."""
+    numbered = _NUMBERED_HEADER.match(line)
+    if numbered:
+        return numbered
+    header = _HEADER.match(line)
+    return header if header and not _BULLET.match(line) else None
 
 
 def parse_chunk(answer: Any, asked: dict[str, int]) -> dict[int, list[ClaimDraft]]:
@@ -136,9 +147,7 @@ def parse_chunk(answer: Any, asked: dict[str, int]) -> dict[int, list[ClaimDraft
         entries = [
             (str(e.get("sentence", "")), e.get("claims", [])) for e in answer["sentences"] if isinstance(e, dict)
         ]
-    elif isinstance(answer, str) and any(
-        _HEADER.match(line) and not _BULLET.match(line) for line in answer.splitlines()
-    ):
+    elif isinstance(answer, str) and any(_header(line) for line in answer.splitlines()):
         entries = _sections(answer)
     elif len(asked) == 1:
         return {next(iter(asked.values())): parse_claims(answer)}
@@ -158,9 +167,9 @@ def _sections(text: str) -> list[tuple[str, str]]:
     """Plain text "S2:" headers, each followed by its bullets (or nothing, or "none")."""
     sections: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
-        header = _HEADER.match(line)
-        if header and not _BULLET.match(line):
-            rest = header.group(2)
+        header = _header(line)
+        if header:
+            rest = header.group(2) if re.search(r"\w", header.group(2)) else ""  # not a stray "**"
             # A claim on the header's own line ("S2: Metformin … | query") is a claim too.
             if rest and not _NONE.fullmatch(rest) and not _BULLET.match(rest):
                 rest = f"- {rest}"

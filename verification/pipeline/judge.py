@@ -104,10 +104,10 @@ def judge_claim(llm: JsonLLM, *, claim: str, items: Sequence[EvidenceToJudge], c
     return judge_claims(llm, [ClaimToJudge(text=claim, context=context, items=tuple(items))])
 
 
-# "E1: reason | verdict" as asked (the verdict first also goes, as does Markdown around the
-# label or the verdict); without a "|", "E1: verdict: reason" or "E1: reason: verdict" (" - ",
+# "E1: reason | verdict" as asked (the verdict first also goes, as do a list number and
+# Markdown around the label or the verdict); without a "|", "E1: verdict: reason" or "E1: reason: verdict" (" - ",
 # " — ", "=>" or "Verdict:" for the colon), which models fall back to.
-_LABEL = re.compile(r"^\W*(E\d+)\b[\W_]*(.*)$")
+_LABEL = re.compile(r"^\W*(?:\d{1,3}[.)]\s*\W*)?(E\d+)\b[\W_]*(.*)$")
 _VERDICT = r"([A-Za-z_]+(?:[ -][A-Za-z_]+){0,3}?)"
 _VERDICT_FIRST = re.compile(rf"^{_VERDICT}\W*?(?::|\s[-–—]|[–—])\s*(.*)$")
 _VERDICT_LAST = re.compile(rf"^(.*?)\s*(?::|\s[-–—]\s|=>|->|→|\bverdict\b\W*)\W*{_VERDICT}[\W_]*$", re.IGNORECASE)
