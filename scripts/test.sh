@@ -19,7 +19,7 @@ fi
 names_tests=0
 for arg in "$@"; do [ -e "${arg%%::*}" ] && names_tests=1; done
 # The tests that lean on the database hardest: concurrent workers, joins, transactions.
-postgres_tests=(tests/test_engine.py tests/test_api.py)
+postgres_tests=(tests/test_engine.py tests/test_api.py tests/test_judging_turn.py)
 [ -f tests/test_recovery.py ] && postgres_tests+=(tests/test_recovery.py)
 # Who runs a run (owners, adoption) and stopping, with real processes on the shared database.
 [ -f tests/test_lifecycle.py ] && postgres_tests+=(tests/test_lifecycle.py)
