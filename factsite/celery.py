@@ -95,8 +95,9 @@ def _start_worker_process(**_) -> None:
 
     warm_up()
     heartbeat.start()
-    # The first tasks split text (nltk) and ask the model (openai): imported now, not by them.
-    lifecycle.preload_in_background()
+    # The first tasks ask the model (openai): imported now, not by them. Texts come split
+    # (the web process, with the embedded worker, loads the splitter itself: wsgi.py).
+    lifecycle.preload_in_background(splitter=False)
 
 
 @worker_shutting_down.connect

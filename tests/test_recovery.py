@@ -395,6 +395,7 @@ class Inline:
 
     def __init__(self) -> None:
         self.queue: list = []
+        self.ran: Counter[str] = Counter()  # tasks run, by name
 
     def send(self, task, *args) -> None:
         self.queue.append((task, args))
@@ -402,6 +403,7 @@ class Inline:
     def run_all(self) -> None:
         while self.queue:
             task, args = self.queue.pop(0)
+            self.ran[task.name.rpartition(".")[2]] += 1
             task(*args)
 
     def start(self, text: str = TEXT) -> Verification:
@@ -594,6 +596,26 @@ def test_the_sweeper_resumes_a_silent_run_from_where_its_rows_were_left(world, i
     if rewind is not search_found_nothing_not_finished:
         outcome = [(s["status"], s["score"], s["outcome"]) for s in selectors.verification_result(again)["sentences"]]
         assert outcome == [(s["status"], s["score"], s["outcome"]) for s in first["sentences"]]
+
+
+@pytest.mark.django_db
+def test_a_run_whose_start_message_was_lost_is_split_once_and_asks_the_model_once_per_chunk(world, inline):
+    # Created with its sentences (the form's split), but the message that starts it never
+    # reached a worker: the sweeper's resume starts it, and its sentences are decomposed once.
+    verification = services.verification_create(text=TEXT, settings=RUN_SETTINGS)
+    sentences = list(Sentence.objects.filter(verification=verification).values_list("pk", "index", "text"))
+    assert [text for _, _, text in sentences][:2] == ["The Eiffel Tower is in Paris, France.", "It was completed in 1889."]
+    Verification.objects.filter(pk=verification.pk).update(created_at=timezone.now() - timedelta(minutes=1))
+
+    assert tasks.sweep() == 1
+    inline.run_all()
+
+    again = Verification.objects.get(pk=verification.pk)
+    assert (again.status, again.resumes) == (Status.DONE, 1), snapshot([verification.pk])
+    assert list(Sentence.objects.filter(verification=verification).values_list("pk", "index", "text")) == sentences
+    # One chunk, decomposed once: not sent by both the resume and the start task.
+    assert (inline.ran["verification_start"], inline.ran["sentences_decompose"]) == (1, 1)
+    assert world.llm.calls["claims"] == 1
 
 
 @pytest.mark.django_db

@@ -195,6 +195,7 @@ def verification_create(request: HttpRequest):
         client=client,
         creator=ownership.creator_key(token),
         documents=form.documents,
+        segments=form.segments,
     )
     tasks.enqueue_verification(verification)
     created = {

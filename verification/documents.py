@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.validators import URLValidator
 
 from verification import providers
-from verification.pipeline.extract import decode
+from verification.pipeline import lazy
 from verification.pipeline.urls import UnsafeAddress, parse_web_address
 
 PDF, HTML, TEXT, MARKDOWN = "application/pdf", "text/html", "text/plain", "text/markdown"
@@ -92,7 +92,8 @@ def sniff(body: bytes) -> str | None:
         return HTML
     if b"\x00" in body and not body.startswith(_BOMS[1:]):  # UTF-16 text carries a byte-order mark
         return None
-    text = decode(body, None)
+    # The page reader (trafilatura, lxml) is imported by the first upload, not by every process.
+    text = lazy.load("verification.pipeline.extract").decode(body, None)
     if not text.strip() or looks_binary(text):
         return None
     return MARKDOWN if _MARKDOWN.search(text[:20_000]) else TEXT

@@ -7,6 +7,7 @@ from verification import documents, domain_lists, providers
 from verification.documents import EVIDENCE_MODES, EVIDENCE_SWITCHED_FROM, DocumentDraft, looks_binary
 from verification.pipeline import segment
 from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
+from verification.pipeline.types import SegmentedSentence
 
 DEFAULT_SETTINGS = {
     "retrieval_mode": "dense",
@@ -92,6 +93,7 @@ class VerificationForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.inherited = list(inherited or [])
         self.documents: list[DocumentDraft] = []
+        self.segments: list[SegmentedSentence] | None = None  # the text split, once it is valid
         # Files read fine, by name: a form shown again has lost them (no browser refills a file
         # input), so it names them to be chosen again.
         self.files_read: list[str] = []
@@ -121,7 +123,9 @@ class VerificationForm(forms.Form):
             raise forms.ValidationError("This does not look like text (it contains binary or control characters).")
         # Split as the run will split it: what is refused here is exactly what the run would
         # have found no sentence in (it would start, then fail).
-        sentences = len(segment.segment(text))
+        # Kept for the run (services.verification_create), so the text is split once.
+        self.segments = segment.segment(text)
+        sentences = len(self.segments)
         if not sentences:
             raise forms.ValidationError(
                 "There is no sentence to check in this text: it has no words, only symbols, emoji or punctuation.",

@@ -68,17 +68,19 @@ def _end_after_grace(exit_code: int) -> None:
     os._exit(exit_code)
 
 
-def preload_in_background() -> None:
+def preload_in_background(*, splitter: bool = True) -> None:
     """Import what the first submission needs (the sentence splitter loads nltk, the LLM client
     openai: ~1.5 s together) in a thread, after the server is up: the page answers at once, and
-    the first Verify does not wait for the imports either. The splitter first: a run splits its
-    text before it asks the model anything."""
-    threading.Thread(target=_preload, name="preload", daemon=True).start()
+    the first Verify does not wait for the imports either. The splitter first: the process that
+    takes a text splits it before anything else. A worker (`splitter=False`) gets runs already
+    split (services.verification_create) and needs only the LLM client."""
+    threading.Thread(target=_preload, args=(splitter,), name="preload", daemon=True).start()
 
 
-def _preload() -> None:
+def _preload(splitter: bool) -> None:
     try:
-        lazy.load("verification.pipeline.segment").split_sentences("Loaded.")
+        if splitter:
+            lazy.load("verification.pipeline.segment").split_sentences("Loaded.")
         lazy.load("verification.clients.llm")
     except Exception:  # only a head start: the first submission imports them itself
         logger.exception("preloading failed")

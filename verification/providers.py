@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from verification.clients.embeddings import SentenceEmbedder, shared_embedder
 from verification.clients.fetch import PageFetcher
 from verification.clients.llm_models import ModelChoice, parse_model_list
 from verification.clients.search import (
@@ -26,6 +25,7 @@ from verification.pipeline.types import StepError
 from verification.pipeline.urls import UnsafeAddress, parse_web_address
 
 if TYPE_CHECKING:
+    from verification.clients.embeddings import SentenceEmbedder
     from verification.clients.llm import LLMClient
 
 _local = threading.local()
@@ -142,8 +142,9 @@ def page_fetcher() -> PageFetcher:
     )
 
 
-def embedder(name: str | None = None) -> SentenceEmbedder:
-    return shared_embedder(name or settings.EMBEDDING_MODEL)
+def embedder(name: str | None = None) -> "SentenceEmbedder":
+    # Imported here: numpy and the model's runtime are the CPU pool's, not every process's.
+    return lazy.load("verification.clients.embeddings").shared_embedder(name or settings.EMBEDDING_MODEL)
 
 
 def host_of(url: str) -> str:

@@ -330,7 +330,11 @@ def verification_start(verification_id: str) -> None:
         return
     if verification.status != Status.RUNNING and not services.verification_begin(verification):
         return
-    sentences = services.sentences_save(verification=verification, segments=segment.segment(verification.text))
+    # Split when the run was created (services.verification_create); runs created before that
+    # was so are split here.
+    sentences = list(verification.sentences.all()) or services.sentences_save(
+        verification=verification, segments=segment.segment(verification.text)
+    )
     if not sentences:
         services.verification_fail(verification_id, reason="the text has no sentences to check", transient=False)
     for chunk in _decompose_chunks(s for s in sentences if s.status not in FINISHED):

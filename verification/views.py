@@ -47,6 +47,7 @@ def home(request: HttpRequest) -> HttpResponse:
         client=client,
         creator=ownership.creator_key(token),
         documents=form.documents,
+        segments=form.segments,
     )
     tasks.enqueue_verification(verification)
     # An edited run opens in the view its earlier run was edited from (its rule, its types left out).

@@ -80,6 +80,7 @@ def _start(job: TextJob) -> tuple[Verification | None, str]:
         text=form.cleaned_data["text"],
         settings=form.run_settings(),
         client=limits.client_key(limits.EVALUATE_ADDRESS),
+        segments=form.segments,
     )
     tasks.enqueue_verification(verification)
     return verification, ""

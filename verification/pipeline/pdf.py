@@ -5,10 +5,13 @@ into paragraphs here."""
 import io
 import re
 from datetime import date
+from typing import TYPE_CHECKING
 
-from pypdf import PdfReader
-
+from . import lazy
 from .types import FetchedDocument, Page, StepError
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 # Decompressed drawing instructions read per page and per document (see _printed_pages).
 MAX_PAGE_CONTENT_BYTES = 2_000_000
@@ -53,7 +56,7 @@ def read_pdf(document: FetchedDocument, *, max_pages: int) -> Page:
     )
 
 
-def _printed_pages(reader: PdfReader, max_pages: int) -> tuple[list[str], int]:
+def _printed_pages(reader: "PdfReader", max_pages: int) -> tuple[list[str], int]:
     """The text of each page read, and how many pages were too large to read. A page's text
     costs about 2 s of CPU per MB of its drawing instructions (its decompressed content stream),
     and a small file can inflate to hundreds of MB of them: pages over MAX_PAGE_CONTENT_BYTES
@@ -75,9 +78,11 @@ def _content_bytes(page) -> int:
     return len(contents.get_data()) if contents is not None else 0
 
 
-def _open(body: bytes) -> PdfReader:
+def _open(body: bytes) -> "PdfReader":
     try:
-        reader = PdfReader(io.BytesIO(body))
+        # pypdf is imported by the first PDF: the processes that only check for one (is_pdf) and
+        # the pool's processes, most of which never read one, start without it.
+        reader = lazy.load("pypdf").PdfReader(io.BytesIO(body))
         # Many PDFs are encrypted with an empty user password only to forbid copying or printing:
         # they open for reading, as in any viewer.
         if reader.is_encrypted and not reader.decrypt(""):
@@ -121,7 +126,7 @@ def paragraphs(printed: str) -> list[str]:
     return found
 
 
-def _title(reader: PdfReader, *, first_line: str) -> str:
+def _title(reader: "PdfReader", *, first_line: str) -> str:
     """The title the document declares, unless it is a file name or a placeholder; else its
     first printed line, which on papers and reports is the title."""
     try:
@@ -133,7 +138,7 @@ def _title(reader: PdfReader, *, first_line: str) -> str:
     return " ".join(first_line.split())[:200]
 
 
-def _created(reader: PdfReader) -> date | None:
+def _created(reader: "PdfReader") -> date | None:
     try:
         created = reader.metadata.creation_date if reader.metadata else None
     except Exception:  # an unparseable date string is no date, not a broken document

@@ -21,11 +21,10 @@ from verification.models import (
     Verification,
     WorkerProcess,
 )
-from verification.pipeline.types import (
-    LLMUsage,
-)
+from verification.pipeline import segment
+from verification.pipeline.types import LLMUsage, SegmentedSentence
 from verification.services.documents import documents_save
-from verification.services.rows import transition
+from verification.services.rows import sentences_save, transition
 from verification.services.workers import worker_processes_alive
 
 
@@ -38,10 +37,15 @@ def verification_create(
     client: str = "",
     creator: str = "",
     documents: Sequence[DocumentDraft] = (),
+    segments: Sequence[SegmentedSentence] | None = None,
 ) -> Verification:
+    """A run and its sentences, split here (or given, as the form that validated the text split
+    it): the worker's first task then only has to send them on, and on a cold worker it does not
+    wait for the sentence splitter to load (seconds of CPU while everything else starts)."""
     verification = Verification.objects.create(
         text=text, settings=settings, edited_from=edited_from, client=client, creator=creator
     )
+    sentences_save(verification=verification, segments=segment.segment(text) if segments is None else segments)
     documents_save(verification=verification, drafts=documents)
     return verification
 
@@ -326,7 +330,9 @@ def verification_resume_plan(verification_id) -> RetryPlan:
         .values_list("pk", flat=True)
         .distinct()
     )
-    plan.start = plan.start or Verification.objects.filter(pk=verification_id, status=Status.PENDING).exists()
+    if plan.start or Verification.objects.filter(pk=verification_id, status=Status.PENDING).exists():
+        # Not begun: the start task sends its sentences on (they are saved with the run), once.
+        plan.start, plan.sentences = True, []
     return plan
 
 

@@ -99,7 +99,11 @@ class Command(BaseCommand):
         if limited:
             raise CommandError(limited.message(who="the command line"), returncode=REFUSED)
         verification = services.verification_create(
-            text=form.cleaned_data["text"], settings=run_settings, client=client, documents=form.documents
+            text=form.cleaned_data["text"],
+            settings=run_settings,
+            client=client,
+            documents=form.documents,
+            segments=form.segments,
         )
         tasks.enqueue_verification(verification)
         self.stderr.write(f"verification {verification.pk} started")
