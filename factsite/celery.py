@@ -11,6 +11,11 @@ from celery import Celery
 from celery.signals import worker_init, worker_shutting_down
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "factsite.settings")
+# A starting `celery worker` runs Django's system checks unless this is set: they import the
+# whole web side (URLs, the API's schemas; 0.6 s of CPU) for a process that serves no page, and
+# `manage.py migrate`, which every start runs first (scripts/run.sh, docker-compose.yml), has
+# run them on the same code. Set CELERY_SKIP_CHECKS= (empty) to have the worker run them too.
+os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 app = Celery("factsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")

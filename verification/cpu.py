@@ -7,15 +7,18 @@ threads now hand the work over and wait without holding the lock.
 The functions the pool runs are plain pipeline code: no Django, no database, arguments in and
 results out. CPU_PROCESSES=0 runs them in the calling thread instead."""
 
+import heapq
+import itertools
 import logging
 import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from typing import TypeVar
 
 from verification import cpu_child
@@ -98,10 +101,16 @@ HARD_LIMIT_MARGIN_S = 5.0
 _POLL_S = 0.25
 
 
-def run(function: Callable[..., T], *args, time_limit: float | None = None, **kwargs) -> T:
+def run(function: Callable[..., T], *args, time_limit: float | None = None, place: int = 0, **kwargs) -> T:
     """`function(*args, **kwargs)` in the pool (or here, without one). A pool whose process
     died (killed, out of memory) is replaced and the call tried once more. A call made while
     the pool warms up waits for it: it is queued behind the warm-up.
+
+    `place`: how far into its run the work is (the index of the first sentence it serves).
+    When more calls wait than the pool has processes, they are served in order of arrival
+    plus PLACE_DELAY_S per place: a run's first sentences get their pages read first and are
+    coloured first, in reading order, instead of when their last page happens to come up among
+    all the run's pages; a later sentence yields to newer calls for at most that long a place.
 
     `time_limit`: seconds the call may run (not wait in the queue) before it raises
     TookTooLong; its process goes on with the next call, or, stuck in C well past the limit, is
@@ -110,12 +119,53 @@ def run(function: Callable[..., T], *args, time_limit: float | None = None, **kw
     pool = _get_pool()
     if pool is None:
         return function(*args, **kwargs)
-    try:
-        return _call(pool, function, args, kwargs, time_limit)
-    except BrokenProcessPool:
-        logger.warning("a CPU process died; starting a new pool")
-        _discard(pool)
-        return _call(_get_pool(), function, args, kwargs, time_limit)
+    with _turns.turn(time.monotonic() + PLACE_DELAY_S * place, width=_width()):
+        try:
+            return _call(pool, function, args, kwargs, time_limit)
+        except BrokenProcessPool:
+            logger.warning("a CPU process died; starting a new pool")
+            _discard(pool)
+            return _call(_get_pool(), function, args, kwargs, time_limit)
+
+
+PLACE_DELAY_S = 1.0
+
+
+class _Turns:
+    """At most `width` calls in the pool at once (one a process); the others wait here, lowest
+    key first. The pool's own queue is first come, first served."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._waiting: list[tuple[float, int]] = []  # a heap of (key, ticket)
+        self._tickets = itertools.count()
+        self._running = 0
+
+    @contextmanager
+    def turn(self, key: float, *, width: int) -> Iterator[None]:
+        mine = (key, next(self._tickets))
+        with self._changed:
+            heapq.heappush(self._waiting, mine)
+            try:
+                while self._running >= width or self._waiting[0] != mine:
+                    self._changed.wait()
+            except BaseException:  # interrupted while waiting: the others must not wait for it
+                self._waiting.remove(mine)
+                heapq.heapify(self._waiting)
+                self._changed.notify_all()
+                raise
+            heapq.heappop(self._waiting)
+            self._running += 1
+            self._changed.notify_all()  # the next in line may fit too
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+                self._changed.notify_all()
+
+
+_turns = _Turns()
 
 
 def _call(pool: ProcessPoolExecutor, function: Callable[..., T], args, kwargs, time_limit: float | None) -> T:
@@ -211,6 +261,12 @@ def _end(pool: ProcessPoolExecutor) -> None:
 
 
 STOP_WAIT_S = 3.0
+
+
+def _width() -> int:
+    from django.conf import settings
+
+    return settings.CPU_PROCESSES
 
 
 def _get_pool(embedding_model: str | None = None) -> ProcessPoolExecutor | None:

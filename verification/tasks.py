@@ -22,7 +22,7 @@ from celery.contrib.django.task import DjangoTask
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import OperationalError
-from django.db.models import Count, Q
+from django.db.models import Count, Min, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -630,9 +630,15 @@ def _page_sentences(source: Source) -> PageSentences:
 
     def read() -> PageSentences:
         document = _document(source)
+        # Read before the pages of later sentences (cpu.run's `place`).
+        first = SearchResult.objects.filter(source=source).aggregate(first=Min("claim__sentence__index"))["first"]
         try:
             return cpu.run(
-                cpu.read_page, document, pdf_max_pages=settings.PDF_MAX_PAGES, time_limit=settings.CPU_TIME_LIMIT
+                cpu.read_page,
+                document,
+                pdf_max_pages=settings.PDF_MAX_PAGES,
+                time_limit=settings.CPU_TIME_LIMIT,
+                place=first or 0,
             )
         except cpu.TookTooLong as error:
             raise StepError(f"the {'PDF' if is_pdf(document) else 'page'} took too long to read ({error})") from None
@@ -699,7 +705,7 @@ def _read_results(source: Source, results: list[SearchResult], page: PageSentenc
 def _choose(results: list[SearchResult], page: PageSentences, run_settings: dict) -> list[list]:
     """Each result's evidence from its page: the best passages as one excerpt (one page, one
     item), or nothing when no sentence matched the claim."""
-    claims = Claim.objects.in_bulk([r.claim_id for r in results])
+    claims = Claim.objects.select_related("sentence").in_bulk([r.claim_id for r in results])
     try:
         excerpts = cpu.run(
             cpu.choose_excerpts,
@@ -709,6 +715,7 @@ def _choose(results: list[SearchResult], page: PageSentences, run_settings: dict
             context=run_settings["context_size"],
             embedding_model=settings.EMBEDDING_MODEL if run_settings["retrieval_mode"] == "dense" else None,
             time_limit=settings.CPU_TIME_LIMIT,
+            place=min(claim.sentence.index for claim in claims.values()),
         )
     except cpu.TookTooLong as error:
         raise StepError(f"choosing passages from the page took too long ({error})") from None
