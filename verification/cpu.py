@@ -132,8 +132,8 @@ PLACE_DELAY_S = 1.0
 
 
 class _Turns:
-    """At most `width` calls in the pool at once (one a process); the others wait here, lowest
-    key first. The pool's own queue is first come, first served."""
+    """At most `width` calls in the pool at once; the others wait here, lowest key first. The
+    pool's own queue is first come, first served."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -264,9 +264,12 @@ STOP_WAIT_S = 3.0
 
 
 def _width() -> int:
+    """Calls let into the pool at once: one a process, and one more waiting in its queue (as
+    ProcessPoolExecutor itself queues one), so that a process that finishes a call starts the
+    next at once instead of idling until a waiting thread is woken and hands it over."""
     from django.conf import settings
 
-    return settings.CPU_PROCESSES
+    return settings.CPU_PROCESSES + 1
 
 
 def _get_pool(embedding_model: str | None = None) -> ProcessPoolExecutor | None:
