@@ -130,6 +130,16 @@ def test_a_call_later_in_its_run_waits_at_most_place_delay_per_place_for_newer_o
     assert finished.index("late") < finished.index("newer")
 
 
+def test_stop_ends_the_pools_processes_before_it_returns():
+    # An idle pool too: its processes must not be left to exit after their parent is gone.
+    cpu.run(_nap, 0)
+    processes = list(cpu._pool._processes.values())
+
+    cpu.stop()
+
+    assert len(processes) == 2 and not any(process.is_alive() for process in processes)
+
+
 def test_work_runs_in_another_process():
     assert cpu.run(os.getpid) != os.getpid()
 

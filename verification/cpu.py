@@ -248,16 +248,19 @@ def stop() -> None:
 
 def _end(pool: ProcessPoolExecutor) -> None:
     """Discard the pool and end its processes (a later call starts a new pool)."""
-    _discard(pool)
     # ProcessPoolExecutor can only wait for its processes, not end them: its `_processes` (pid →
-    # Process) is private but has been there since Python 3.2.
+    # Process) is private but has been there since Python 3.2. Read before the shutdown in
+    # `_discard`, whose manager thread may empty it: the processes were then left to exit on
+    # their own, after this process had gone (unreaped, or still busy with a page).
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    _discard(pool)
     for process in processes:
         process.terminate()
     for process in processes:
         process.join(STOP_WAIT_S)
         if process.is_alive():
             process.kill()
+            process.join(STOP_WAIT_S)  # reaped here, not left to whoever adopts it
 
 
 STOP_WAIT_S = 3.0
