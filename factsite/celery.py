@@ -98,11 +98,13 @@ def _start_worker_process(**_) -> None:
     # the embedded worker's WorkController.)
     from verification import heartbeat, lifecycle
 
-    warm_up()
     heartbeat.start()
     # The first tasks ask the model (openai): imported now, not by them. Texts come split
-    # (the web process, with the embedded worker, loads the splitter itself: wsgi.py).
-    lifecycle.preload_in_background(splitter=False)
+    # (the web process, with the embedded worker, loads the splitter itself: wsgi.py). The CPU
+    # pool starts after that import: its processes' imports (~1 s of CPU each) otherwise slowed
+    # it, and so the first LLM request, by ~1 s on 2 cores, while the pool is first needed only
+    # after that request and a search.
+    lifecycle.preload_in_background(splitter=False, then=warm_up)
 
 
 @worker_shutting_down.connect

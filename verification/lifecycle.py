@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 from verification import cpu
 from verification.pipeline import lazy
@@ -68,19 +69,22 @@ def _end_after_grace(exit_code: int) -> None:
     os._exit(exit_code)
 
 
-def preload_in_background(*, splitter: bool = True) -> None:
+def preload_in_background(*, splitter: bool = True, then: Callable[[], None] | None = None) -> None:
     """Import what the first submission needs (the sentence splitter loads nltk, the LLM client
     openai: ~1.5 s together) in a thread, after the server is up: the page answers at once, and
     the first Verify does not wait for the imports either. The splitter first: the process that
     takes a text splits it before anything else. A worker (`splitter=False`) gets runs already
-    split (services.verification_create) and needs only the LLM client."""
-    threading.Thread(target=_preload, args=(splitter,), name="preload", daemon=True).start()
+    split (services.verification_create) and needs only the LLM client. `then` is called in the
+    same thread afterwards (unless this process is stopping by then)."""
+    threading.Thread(target=_preload, args=(splitter, then), name="preload", daemon=True).start()
 
 
-def _preload(splitter: bool) -> None:
+def _preload(splitter: bool, then: Callable[[], None] | None) -> None:
     try:
         if splitter:
             lazy.load("verification.pipeline.segment").split_sentences("Loaded.")
         lazy.load("verification.clients.llm")
     except Exception:  # only a head start: the first submission imports them itself
         logger.exception("preloading failed")
+    if then is not None and not _stopping.is_set():
+        then()
