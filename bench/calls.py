@@ -31,10 +31,22 @@ class Call:
     answer: str = ""  # the LLM's message
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # A streamed answer: (time, characters of the answer sent by then), event by event.
+    written: tuple[tuple[float, int], ...] = ()
 
     @property
     def seconds(self) -> float:
         return self.end - self.start
+
+    def seconds_until_written(self, text: str) -> float:
+        """Seconds from the start until the answer held `text` and the end of its line (the
+        whole call's when the answer was not streamed, or does not hold it)."""
+        at = self.answer.find(text)
+        if not self.written or at < 0:
+            return self.seconds
+        line_end = self.answer.find("\n", at + len(text))
+        needed = len(self.answer) if line_end < 0 else line_end + 1
+        return next((t for t, sent in self.written if sent >= needed), self.end) - self.start
 
     @property
     def ok(self) -> bool:
@@ -61,9 +73,13 @@ class CallLog:
                 self._recorded_response = (status, body)
                 super()._send(status, body, *args, **kwargs)
 
+            def _event(self, payload: dict) -> None:  # a streamed answer's event, when it was sent
+                super()._event(payload)
+                self._recorded_events.append((time.time(), payload))
+
             def _timed(self, handle) -> None:
                 start = time.time()
-                self._recorded_request, self._recorded_response = {}, (0, b"")
+                self._recorded_request, self._recorded_response, self._recorded_events = {}, (0, b""), []
                 try:
                     handle()
                 finally:
@@ -93,8 +109,10 @@ def _call(service: str, handler, start: float, end: float) -> Call:
     messages = request.get("messages") or []
     schema = (request.get("response_format") or {}).get("json_schema", {}).get("name", "")
     kind = KINDS.get(schema, schema or _kind_without_schema(messages))
-    answer, usage = "", {}
-    if status == 200:
+    answer, usage, written = "", {}, ()
+    if handler._recorded_events:
+        status, answer, usage, written = 200, *_streamed(handler._recorded_events)
+    elif status == 200:
         payload = json.loads(body)
         answer, usage = payload["choices"][0]["message"]["content"], payload.get("usage", {})
     prompt = "\n".join(m.get("content", "") for m in messages)
@@ -108,7 +126,19 @@ def _call(service: str, handler, start: float, end: float) -> Call:
         answer,
         usage.get("prompt_tokens", 0),
         usage.get("completion_tokens", 0),
+        written,
     )
+
+
+def _streamed(events: list[tuple[float, dict]]) -> tuple[str, dict, tuple[tuple[float, int], ...]]:
+    """A streamed answer's text, its usage, and when each length of it had been sent."""
+    text, usage, written = "", {}, []
+    for at, event in events:
+        usage = event.get("usage") or usage
+        for choice in event.get("choices") or []:
+            text += (choice.get("delta") or {}).get("content") or ""
+        written.append((at, len(text)))
+    return text, usage, tuple(written)
 
 
 def _kind_without_schema(messages: list[dict]) -> str:
@@ -141,7 +171,11 @@ def usage_by_kind(calls: list[Call], answers: int) -> dict:
 class Chain:
     """One claim's calls, one after the other: the seconds each took (0 for a step that made no
     call, e.g. a cached search) and the sum. `first_s` is the same chain up to the first judge
-    call that answered for it: the earliest its sentence could be coloured."""
+    call that answered for it: the earliest its sentence could be coloured.
+
+    The decompose step counts its whole call, as issue 15 defines the path. When the answer was
+    streamed, the claim's search could begin once its line was written: `decompose_written_s`,
+    and the `*_written_s` sums, price the chain that way (a shorter, stricter path)."""
 
     claim: str
     decompose_s: float
@@ -149,6 +183,7 @@ class Chain:
     page_s: float
     judge_s: float
     first_judge_s: float
+    decompose_written_s: float = 0.0
 
     @property
     def total_s(self) -> float:
@@ -157,6 +192,14 @@ class Chain:
     @property
     def first_s(self) -> float:
         return self.decompose_s + self.search_s + self.page_s + self.first_judge_s
+
+    @property
+    def total_written_s(self) -> float:
+        return self.total_s - self.decompose_s + self.decompose_written_s
+
+    @property
+    def first_written_s(self) -> float:
+        return self.first_s - self.decompose_s + self.decompose_written_s
 
 
 def chains(claims: list[dict], calls: list[Call]) -> list[Chain]:
@@ -179,7 +222,8 @@ def chains(claims: list[dict], calls: list[Call]) -> list[Chain]:
     result = []
     for claim in claims:
         decompose = _decompose_call(claim, decomposes)
-        after = decompose.end if decompose else 0.0
+        written_s = decompose.seconds_until_written(claim["claim"]) if decompose else 0.0
+        after = decompose.start + written_s if decompose else 0.0
         search = _next(searches.get(claim["query"], []), after)
         after = search.end if search else after
         fetched = [_next(pages.get(url, []), after) for url in claim["urls"]]
@@ -193,6 +237,7 @@ def chains(claims: list[dict], calls: list[Call]) -> list[Chain]:
                 page_s=page_s,
                 judge_s=max((j.seconds for j in judged), default=0.0),
                 first_judge_s=min((j.seconds for j in judged), default=0.0),
+                decompose_written_s=written_s,
             )
         )
     return result
@@ -229,10 +274,14 @@ def critical_path(run_claims: list[dict], calls: list[Call]) -> dict:
     longest = max(found, key=lambda c: c.total_s, default=None)
     first = min(judged, key=lambda c: c.first_s, default=None)
     steps = ("decompose", "search", "page", "judge")
+    longest_written = max(found, key=lambda c: c.total_written_s, default=None)
+    first_written = min(judged, key=lambda c: c.first_written_s, default=None)
     return {
         "critical_path_s": round(longest.total_s, 3) if longest else None,
         "steps_s": {step: round(getattr(longest, f"{step}_s"), 3) for step in steps} if longest else {},
         "first_claim_path_s": round(first.first_s, 3) if first else None,
+        "critical_path_written_s": round(longest_written.total_written_s, 3) if longest_written else None,
+        "first_claim_written_path_s": round(first_written.first_written_s, 3) if first_written else None,
         "claims": len(found),
         "claims_judged": len(judged),
     }

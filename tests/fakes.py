@@ -83,6 +83,22 @@ class _LLMHandler(_Handler):
         time.sleep(server.latency)
         status, content = server.answer(request)
         prompt = " ".join(m["content"] for m in request["messages"])
+        try:
+            self._answer(request, status, content, prompt)
+        finally:
+            with server._lock:
+                server.finished.append(_kind(request, request["messages"][0]["content"]))
+
+    def _answer(self, request: dict, status: int, content: str, prompt: str) -> None:
+        server: FakeLLM = self.owner
+        usage = {
+            "prompt_tokens": len(prompt) // 4,
+            "completion_tokens": len(content) // 4,
+            "total_tokens": (len(prompt) + len(content)) // 4,
+        }
+        if status == 200 and request.get("stream") and server.streams:
+            time.sleep(server.answer_seconds(len(prompt) // 4, 0))
+            return self._stream(request, content, usage)
         time.sleep(server.answer_seconds(len(prompt) // 4, len(content) // 4 if status == 200 else 0))
         if status != 200:
             return self._json(status, {"error": {"message": content, "type": "fake_error"}})
@@ -96,13 +112,42 @@ class _LLMHandler(_Handler):
                 "choices": [
                     {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
                 ],
-                "usage": {
-                    "prompt_tokens": len(prompt) // 4,
-                    "completion_tokens": len(content) // 4,
-                    "total_tokens": (len(prompt) + len(content)) // 4,
-                },
+                "usage": usage,
             },
         )
+
+    def _stream(self, request: dict, content: str, usage: dict) -> None:
+        """The answer as server-sent events, a piece of a few tokens at a time, each after the
+        time the model takes to write it; the usage last when `stream_options` asks for it."""
+        server: FakeLLM = self.owner
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time())}
+        chunk["model"] = request.get("model", "fake")
+        self._event({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+        for piece in _pieces(content):
+            time.sleep(server.writing_seconds(len(piece) / 4))
+            self._event({**chunk, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+        self._event({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        if (request.get("stream_options") or {}).get("include_usage"):
+            self._event({**chunk, "choices": [], "usage": usage})
+        self._write_chunk(b"data: [DONE]\n\n")
+        self._write_chunk(b"")
+
+    def _event(self, payload: dict) -> None:
+        self._write_chunk(f"data: {json.dumps(payload)}\n\n".encode())
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+def _pieces(content: str, size: int = 12) -> list[str]:
+    """The answer cut as a tokenizer might: pieces of about `size` characters, a line's end
+    sometimes inside one."""
+    return [content[i : i + size] for i in range(0, len(content), size)]
 
 
 @dataclass
@@ -114,6 +159,7 @@ class FakeLLM(LoopbackServer):
     A word in `held_words` holds the request until `release()` (at most `hold_s`): the test
     decides when those answers come; `held` counts the requests that were held.
     `structured=False` makes it answer 400 to `response_format`, like servers without it.
+    A request with `stream` gets its answer as server-sent events, written over time.
     `fail_rate` / `garbage_rate`: that share of all calls gets one of `fail_statuses` / prose.
     Each draw depends on `seed`, the request and how many times that request came before, not
     on the order in which concurrent requests arrive, so the same calls fail on every run."""
@@ -125,6 +171,9 @@ class FakeLLM(LoopbackServer):
     tokens_per_s: float = 0.0
     prompt_tokens_per_s: float = 0.0
     structured: bool = True
+    # False: a request for a stream gets the whole answer in one JSON body, as from servers
+    # that do not stream.
+    streams: bool = True
     fail_words: dict[str, int] = field(default_factory=dict)
     garbage_words: tuple[str, ...] = ()
     slow_words: dict[str, float] = field(default_factory=dict)
@@ -141,6 +190,8 @@ class FakeLLM(LoopbackServer):
         LoopbackServer.__init__(self, _LLMHandler)
         self.calls: Counter[str] = Counter()
         self.requests: list[dict] = []
+        # The kind of each call whose answer has been written to the end (or failed), in order.
+        self.finished: list[str] = []
         self._attempts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._released = threading.Event()
@@ -158,8 +209,10 @@ class FakeLLM(LoopbackServer):
     def answer_seconds(self, prompt_tokens: int, completion_tokens: int) -> float:
         """How long the simulated model takes beyond `latency` (an error answer writes no tokens)."""
         reading = prompt_tokens / self.prompt_tokens_per_s if self.prompt_tokens_per_s else 0.0
-        writing = completion_tokens / self.tokens_per_s if self.tokens_per_s else 0.0
-        return self.first_token_s + reading + writing
+        return self.first_token_s + reading + self.writing_seconds(completion_tokens)
+
+    def writing_seconds(self, completion_tokens: float) -> float:
+        return completion_tokens / self.tokens_per_s if self.tokens_per_s else 0.0
 
     def answer(self, request: dict) -> tuple[int, str]:
         system, user = request["messages"][0]["content"], request["messages"][-1]["content"]

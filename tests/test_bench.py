@@ -132,6 +132,37 @@ def _llm(kind, about, start, end, answer="", tokens=(0, 0)):
     return Call("llm", kind, about, start, end, 200, answer, *tokens)
 
 
+def test_a_streamed_claims_stricter_path_starts_when_its_line_was_written():
+    # A decompose answer streamed over 2 s: the first claim's line was sent at 0.5 s, the
+    # second's at the end. The path counts the whole call for both; the stricter one
+    # counts 0.5 s for the first.
+    first, second = "The Ostwick mill was built in 1801.", "The Ostwick mill burned down in 1870."
+    answer = f"S1:\n- {first} | ostwick mill 1801\nS2:\n- {second} | mill 1870"
+    line_end = answer.index("\nS2") + 1
+    claims = [
+        {"sentence": first, "claim": first, "query": "ostwick mill 1801", "urls": ["http://a/1"]},
+        {"sentence": "It burned down in 1870.", "claim": second, "query": "mill 1870", "urls": ["http://a/2"]},
+    ]
+    decompose = Call(
+        "llm", "decompose", f"S1: {first}", 0.0, 2.0, 200, answer, 100, 20,
+        ((0.3, 4), (0.5, line_end), (1.9, len(answer) - 3), (2.0, len(answer))),
+    )  # fmt: skip
+    calls = [
+        decompose,
+        Call("search", "search", "ostwick mill 1801", 0.6, 1.1, 200),  # before the call ended
+        Call("search", "search", "mill 1870", 2.1, 2.6, 200),
+        Call("page", "page", "http://a/1", 1.2, 1.7, 200),
+        Call("page", "page", "http://a/2", 2.7, 3.2, 200),
+        _llm("judge", f"C1: {first}\nE1\n...", 1.8, 2.8),
+        _llm("judge", f"C1: {second}\nE1\n...", 3.3, 4.3),
+    ]
+
+    assert decompose.seconds_until_written(first) == 0.5 and decompose.seconds_until_written(second) == 2.0
+    path = critical_path(claims, calls)
+    assert (path["first_claim_path_s"], path["first_claim_written_path_s"]) == (4.0, 2.5)
+    assert (path["critical_path_s"], path["critical_path_written_s"]) == (4.0, 4.0)
+
+
 def test_the_critical_path_follows_each_claim_through_the_calls_that_were_about_it():
     # One decompose call for two sentences; one judge call for two claims; a context paragraph
     # that holds the first claim's words in another claim's judge call.

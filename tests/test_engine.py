@@ -421,3 +421,19 @@ def test_a_slow_page_holds_back_only_the_sentence_that_cites_it(client, world, c
     finally:
         fast.stop()
         slow.stop()
+
+
+def test_a_sentences_claims_are_searched_while_the_model_still_writes_the_others(client, world, celery_worker):
+    # One decompose call for the text's four sentences, written at 30 tokens a second (~3 s):
+    # the first sentence's claim is searched as soon as its lines are written.
+    world.llm.tokens_per_s = 30
+    verification_id = run(client, retrieval_mode="sparse")
+    deadline = time.monotonic() + 30
+    while not world.serper.queries and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    assert world.serper.queries and "claims" not in world.llm.finished
+    result = wait_for(client, verification_id)
+    assert result["status"] == "done", result["error"]
+    assert world.llm.calls["claims"] == 1
+    assert [len(s["claims"]) for s in result["sentences"]] == [1, 1, 1, 0]

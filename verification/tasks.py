@@ -361,28 +361,35 @@ def sentences_decompose(sentence_ids: list[int]) -> None:
     }
     found = {pk: drafts for pk in keys if (drafts := lookup(keys[pk])) is not None}
     services.usage_add(begun[0].verification_id, llm_cached=len(found))
-    unknown = [sentence for sentence in begun if sentence.pk not in found]
-    if unknown:
-        try:
-            answers = decompose.decompose_chunk(llm, [segmented[sentence.pk] for sentence in unknown])
-        except StepError as error:
-            _fail_sentences(
-                [sentence.pk for sentence in unknown],
-                reason=f"finding claims failed: {error}",
-                transient=error.transient,
-            )
-            answers = {}
-        finally:
-            services.usage_add(begun[0].verification_id, usage=llm.usage)
-        for sentence in unknown:
-            if sentence.index in answers:
-                found[sentence.pk] = answers[sentence.index]
-                store(keys[sentence.pk], answers[sentence.index])
-            elif answers:
-                _fail_sentence(sentence.pk, reason=f"finding claims failed: {decompose.NOT_ANSWERED}")
     for sentence in begun:
         if sentence.pk in found:
             _claims_save(sentence, found[sentence.pk])
+    unknown = {sentence.index: sentence for sentence in begun if sentence.pk not in found}
+    if not unknown:
+        return
+
+    def answered(index: int, drafts: list) -> None:
+        # As the model writes them: the first sentences' claims are searched while it writes
+        # the rest of the chunk.
+        sentence = unknown.pop(index)
+        store(keys[sentence.pk], drafts)
+        _claims_save(sentence, drafts)
+
+    asked = [segmented[sentence.pk] for sentence in unknown.values()]
+    try:
+        answers = decompose.decompose_chunk(llm, asked, on_sentence=answered)
+    except StepError as error:
+        answers = {}
+        _fail_sentences(
+            [sentence.pk for sentence in unknown.values()],
+            reason=f"finding claims failed: {error}",
+            transient=error.transient,
+        )
+    finally:
+        services.usage_add(begun[0].verification_id, usage=llm.usage)
+    if answers:
+        for sentence in unknown.values():
+            _fail_sentence(sentence.pk, reason=f"finding claims failed: {decompose.NOT_ANSWERED}")
 
 
 @step("finding the claims of a sentence", give_up=_fail_sentence)

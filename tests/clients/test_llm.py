@@ -117,6 +117,7 @@ class ScriptedLLM(LoopbackServer):
 def fresh_llm_state(monkeypatch):
     # Ports are reused between tests; nothing learnt about one server may leak into another.
     monkeypatch.setattr(llm, "_NO_STRUCTURED_OUTPUT", set())
+    monkeypatch.setattr(llm, "_NO_STREAMING", set())
     llm._openai_client.cache_clear()
     yield
     llm._openai_client.cache_clear()
@@ -389,6 +390,82 @@ def test_it_counts_a_call_whose_answer_has_no_usage(scripted):
     ask(client)
 
     assert client.usage == LLMUsage(calls=1, prompt_tokens=0, completion_tokens=0)
+
+
+# --- streamed answers
+
+CHUNK_PROMPT = (
+    "Context:\nS1: The Eiffel Tower is in Paris.\nS2: It was completed in 1889.\nS3: It is made of iron.\n"
+    "Target sentences: S1, S2, S3\nAnswer:"
+)
+
+
+def ask_streamed(client: LLMClient, seen: list):
+    def on_text(text: str) -> None:
+        seen.append((time.monotonic(), text))
+
+    return client.complete(
+        system="You split sentences into atomic claims.",
+        user=CHUNK_PROMPT,
+        schema_name="claims",
+        schema=None,
+        parse=lambda answer: answer,
+        on_text=on_text,
+    )
+
+
+def test_a_streamed_answer_is_handed_on_line_by_line_while_it_is_written(fake_llm):
+    server = fake_llm(tokens_per_s=40)  # ~40 tokens: about a second to write
+    client = make_client(server.url, timeout=10)
+    seen = []
+
+    answer = ask_streamed(client, seen)
+    done = time.monotonic()
+
+    [request] = server.requests
+    assert request["stream"] is True and request["stream_options"] == {"include_usage": True}
+    assert answer.startswith("S1:\n- The Eiffel Tower is in Paris.") and answer.count("\n") == 5
+    texts = [text for _, text in seen]
+    assert len(texts) >= 3 and all(answer.startswith(text) for text in texts)
+    lines = [text.count("\n") for text in texts]
+    assert lines == sorted(set(lines)) and lines[0] >= 1  # at each line's end, once
+    assert seen[0][0] < done - 0.5  # the first line came well before the answer ended
+    assert client.usage == LLMUsage(calls=1, prompt_tokens=request_tokens(request), completion_tokens=len(answer) // 4)
+
+
+def request_tokens(request: dict) -> int:
+    return len(" ".join(m["content"] for m in request["messages"])) // 4
+
+
+def test_a_server_that_answers_without_a_stream_is_asked_without_one_from_then_on(fake_llm):
+    server = fake_llm(streams=False)
+    client = make_client(server.url)
+
+    first, second = ask_streamed(client, []), ask_streamed(client, [])
+
+    assert first == second and first.startswith("S1:\n- The Eiffel Tower is in Paris.")
+    assert [r.get("stream", False) for r in server.requests] == [True, False, False]
+
+
+def test_a_server_that_refuses_to_stream_is_asked_without_a_stream(scripted):
+    server = scripted(Reply(status=400), Reply(content="S1:\n- The Eiffel Tower is in Paris. | eiffel paris"))
+    client = make_client(server.url)
+
+    answer = ask_streamed(client, [])
+
+    assert answer == "S1:\n- The Eiffel Tower is in Paris. | eiffel paris"
+    assert [body.get("stream", False) for _, body in server.requests] == [True, False]
+    assert client.usage.calls == 1
+
+
+def test_a_streamed_request_that_fails_is_reported_after_retries(fake_llm):
+    server = fake_llm(fail_words={"Eiffel": 503})
+    client = make_client(server.url, max_retries=1)
+
+    with pytest.raises(StepError, match="HTTP 503"):
+        ask_streamed(client, [])
+
+    assert [r.get("stream") for r in server.requests] == [True, True]
 
 
 # --- pure helpers

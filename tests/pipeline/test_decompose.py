@@ -3,11 +3,13 @@ from dataclasses import replace
 import pytest
 
 from tests.pipeline.fake_model import FakeModel
+from verification.clients.llm import decode_answer
 from verification.pipeline.decompose import (
     CHUNK_SENTENCES,
     MAX_CLAIMS_PER_SENTENCE,
     MAX_QUERY_CHARS,
     SYSTEM_PROMPT,
+    _Watcher,
     build_prompt,
     chunks,
     decompose_chunk,
@@ -181,6 +183,100 @@ def test_decompose_chunk_asks_again_only_about_the_sentences_left_out():
 
     assert found == {0: [], 1: [ClaimDraft("Metformin was approved in 1994.", "q")]}  # S5 never answered
     assert model.users[1].endswith("Target sentences: S2, S5\nAnswer:")
+
+
+class Streaming:
+    """A model that writes each answer a line at a time to `on_text` (as LLMClient does with a
+    server that streams), then parses it, asking once more after a malformed answer as
+    LLMClient does. `handed` records each sentence handed on with the lines written by then."""
+
+    def __init__(self, *answers: str):
+        self.answers = list(answers)
+        self.written = 0
+        self.handed: list[tuple[int, int, list[ClaimDraft]]] = []
+
+    def complete(self, *, system, user, schema_name, schema, parse, on_text=None):
+        for _attempt in range(2):
+            answer = self.answers.pop(0)
+            lines = answer.splitlines(keepends=True)
+            for self.written in range(1, len(lines) + 1):
+                on_text("".join(lines[: self.written]))
+            try:
+                return parse(decode_answer(answer))
+            except MalformedAnswer:
+                continue
+        raise AssertionError("malformed twice")
+
+    def hand_on(self, index: int, claims: list[ClaimDraft]) -> None:
+        self.handed.append((index, self.written, claims))
+
+
+APPROVED = [ClaimDraft("Metformin was approved in the US in 1994.", "metformin 1994")]
+FIRST_LINE = [ClaimDraft("Metformin is the first-line drug for type 2 diabetes.", "metformin first line")]
+SOLD = [ClaimDraft("Aspirin was first sold in 1899.", "aspirin 1899")]
+STREAMED = (
+    "S1:\n- Metformin is the first-line drug for type 2 diabetes. | metformin first line\n"
+    "S2:\n- Metformin was approved in the US in 1994. | metformin 1994\n"
+    "S5:\n- Aspirin was first sold in 1899. | aspirin 1899"
+)
+
+
+def test_each_sentence_is_handed_on_once_the_next_sentences_header_is_written():
+    model = Streaming(STREAMED)
+
+    found = decompose_chunk(model, chunk(), on_sentence=model.hand_on)
+
+    # S1 once the "S2:" line is complete (line 3 of 6), S2 at "S5:", the last when the answer ends.
+    assert model.handed == [(0, 3, FIRST_LINE), (1, 5, APPROVED), (3, 6, SOLD)]
+    assert found == {0: FIRST_LINE, 1: APPROVED, 3: SOLD}
+
+
+def test_a_header_still_being_written_does_not_end_the_section_before_it():
+    model = Streaming(STREAMED)
+    watcher = _Watcher(labels(chunk()), model.hand_on, {})
+    watcher.read("S1:\n- Metformin is the first-line drug for type 2 diabetes. | metformin first line\nS2")
+    assert model.handed == []
+    watcher.read("S1:\n- Metformin is the first-line drug for type 2 diabetes. | metformin first line\nS2:\n")
+    assert [index for index, _, _ in model.handed] == [0]
+
+
+def test_a_json_answer_is_handed_on_when_it_is_complete():
+    answer = (
+        '{"sentences": [{"sentence": "S1", "claims": []},\n'
+        '{"sentence": "S2", "claims": [{"claim": "Metformin was approved in the US in 1994.",\n'
+        '"query": "metformin 1994"}]},\n'
+        '{"sentence": "S5", "claims": []}]}'
+    )
+    model = Streaming(answer)
+    found = decompose_chunk(model, chunk(), on_sentence=model.hand_on)
+
+    assert found == {0: [], 1: APPROVED, 3: []}
+    assert [(index, written) for index, written, _ in model.handed] == [(0, 4), (1, 4), (3, 4)]
+
+
+def test_a_sentence_handed_on_keeps_its_claims_when_the_answer_is_asked_again():
+    # The first answer's S2 is unreadable, so the whole answer is asked for again; S1 was handed
+    # on while it streamed, and the second answer's other wording of it is not used.
+    malformed = "S1:\n- Metformin is the first-line drug for type 2 diabetes. | metformin first line\nS2:\n???\nS5:\n"
+    reworded = STREAMED.replace("the first-line drug", "the first drug")
+    model = Streaming(malformed, reworded)
+
+    found = decompose_chunk(model, chunk(), on_sentence=model.hand_on)
+
+    assert [(index, claims) for index, _, claims in model.handed] == [(0, FIRST_LINE), (1, APPROVED), (3, SOLD)]
+    assert found == {0: FIRST_LINE, 1: APPROVED, 3: SOLD}
+
+
+def test_a_sentence_left_out_and_asked_again_is_handed_on_from_the_second_call():
+    model = Streaming(
+        "S1:\n- Metformin is the first-line drug for type 2 diabetes. | metformin first line\nS5:\n",
+        "S2:\n- Metformin was approved in the US in 1994. | metformin 1994",
+    )
+
+    found = decompose_chunk(model, chunk(), on_sentence=model.hand_on)
+
+    assert [index for index, _, _ in model.handed] == [0, 3, 1]
+    assert found == {0: FIRST_LINE, 1: APPROVED, 3: []}
 
 
 def test_decompose_sentence_fails_when_the_model_leaves_the_sentence_out_twice():

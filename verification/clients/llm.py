@@ -2,7 +2,7 @@
 (OpenAI, vLLM, Ollama, llama.cpp). Transient failures (429, 5xx, timeouts) are retried with
 jittered backoff (or the server's Retry-After) within a time budget per call, not only a count:
 a server that keeps failing must not hold a run for minutes. A malformed answer is asked for
-once more."""
+once more. A step that can act on an answer's first lines (decompose) gets it streamed."""
 
 import email.utils
 import json
@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 import openai
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_before_delay, wait_random_exponential
 
 from verification.clients.llm_models import ModelChoice, parse_model_list  # noqa: F401 (part of this API)
@@ -24,6 +24,8 @@ T = TypeVar("T")
 
 # Servers that answered 400 to `response_format=json_schema`; asked in plain text from then on.
 _NO_STRUCTURED_OUTPUT: set[tuple[str, str]] = set()
+# Servers that refused to stream an answer, or answered a stream request without one.
+_NO_STREAMING: set[tuple[str, str]] = set()
 _lock = threading.Lock()
 
 
@@ -83,11 +85,21 @@ class LLMClient:
         self.usage = LLMUsage()
 
     def complete(
-        self, *, system: str, user: str, schema_name: str, schema: dict | None, parse: Callable[[Any], T]
+        self,
+        *,
+        system: str,
+        user: str,
+        schema_name: str,
+        schema: dict | None,
+        parse: Callable[[Any], T],
+        on_text: Callable[[str], None] | None = None,
     ) -> T:
         problem = ""
         for _attempt in range(2):
-            text = self._ask(system, user, schema_name, schema)
+            if on_text is not None and schema is None and (self.base_url, self.model) not in _NO_STREAMING:
+                text = self._streamed(system, user, on_text)
+            else:
+                text = self._ask(system, user, schema_name, schema)
             try:
                 return parse(decode_answer(text))
             except MalformedAnswer as error:
@@ -140,12 +152,62 @@ class LLMClient:
                 "(check OPENAI_BASE_URL)"
             )
         self.usage.calls += 1
-        if response.usage is not None:
-            self.usage.prompt_tokens += response.usage.prompt_tokens or 0
-            self.usage.completion_tokens += response.usage.completion_tokens or 0
+        self._count(response.usage)
         if not response.choices or response.choices[0].message.content is None:
             return ""
         return response.choices[0].message.content
+
+    def _streamed(self, system: str, user: str, on_text: Callable[[str], None]) -> str:
+        """A plain-text answer asked for as a stream: `on_text` gets the answer so far at each
+        line's end, so a step can act on its first lines while the model writes the rest. A
+        server that refuses to stream (HTTP 400 to `stream_options`) or answers without a
+        stream is asked again without one, and from then on."""
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        try:
+            stream = self._create(
+                model=self.model,
+                messages=messages,
+                temperature=0,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        except openai.BadRequestError:
+            return self._without_streaming(system, user)
+        except openai.APIError as error:
+            raise StepError(describe_api_error(error, self.model, self.base_url)) from error
+        parts: list[str] = []
+        chunks = 0
+        try:
+            for chunk in stream:
+                if not isinstance(chunk, ChatCompletionChunk):
+                    break
+                chunks += 1
+                self._count(chunk.usage)
+                piece = chunk.choices[0].delta.content if chunk.choices else None
+                if piece:
+                    parts.append(piece)
+                    if "\n" in piece:
+                        on_text("".join(parts))
+        except openai.APIError as error:
+            raise StepError(describe_api_error(error, self.model, self.base_url)) from error
+        except ValueError as error:  # an event that is not JSON
+            raise StepError(f"the server at {self.base_url} sent a stream that is not an OpenAI one") from error
+        finally:
+            stream.close()
+        if not chunks:
+            return self._without_streaming(system, user)
+        self.usage.calls += 1
+        return "".join(parts)
+
+    def _without_streaming(self, system: str, user: str) -> str:
+        with _lock:
+            _NO_STREAMING.add((self.base_url, self.model))
+        return self._ask(system, user, "", None)
+
+    def _count(self, usage: Any) -> None:
+        if usage is not None:
+            self.usage.prompt_tokens += usage.prompt_tokens or 0
+            self.usage.completion_tokens += usage.completion_tokens or 0
 
     def _create(self, **request) -> Any:
         retrying = Retrying(

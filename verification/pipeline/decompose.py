@@ -5,7 +5,7 @@ instructions and the paragraphs are sent once instead of once per sentence. Ever
 tied to the sentence it came from."""
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .types import ClaimDraft, JsonLLM, MalformedAnswer, SegmentedSentence
@@ -95,27 +95,77 @@ def _numbered(targets: Sequence[SegmentedSentence]) -> tuple[list[str], list[str
     return lines, asked
 
 
-def decompose_chunk(llm: JsonLLM, targets: Sequence[SegmentedSentence]) -> dict[int, list[ClaimDraft]]:
+def decompose_chunk(
+    llm: JsonLLM,
+    targets: Sequence[SegmentedSentence],
+    on_sentence: Callable[[int, list[ClaimDraft]], None] | None = None,
+) -> dict[int, list[ClaimDraft]]:
     """{sentence index: its claims} for the targets. Sentences the answer leaves out are asked
-    once more on their own call; those still missing are absent from the result."""
+    once more on their own call; those still missing are absent from the result.
+
+    `on_sentence(index, claims)` is called for each sentence as soon as the model has written
+    its claims (its section is followed by the next one's header), while it writes the rest: the
+    first sentences' claims can be searched meanwhile. Called once per sentence, with the claims
+    the result then holds for it."""
     found: dict[int, list[ClaimDraft]] = {}
     for _attempt in range(2):
         missing = [s for s in targets if s.index not in found]
         if not missing:
             break
-        found |= _ask(llm, missing)
+        found |= _ask(llm, missing, _Watcher(labels(missing), on_sentence, found) if on_sentence else None)
     return found
 
 
-def _ask(llm: JsonLLM, targets: Sequence[SegmentedSentence]) -> dict[int, list[ClaimDraft]]:
+def _ask(llm: JsonLLM, targets: Sequence[SegmentedSentence], watcher: "_Watcher | None") -> dict[int, list[ClaimDraft]]:
     asked = labels(targets)
+
+    def parse(answer: Any) -> dict[int, list[ClaimDraft]]:
+        parsed = parse_chunk(answer, asked)
+        if watcher is None:
+            return parsed
+        # What was handed on while the answer streamed stays what the sentence got (a retried
+        # call may word it differently); the rest is handed on now.
+        parsed |= {index: claims for index, claims in watcher.given.items() if index in parsed}
+        for index, claims in parsed.items():
+            watcher.give(index, claims)
+        return parsed
+
+    streamed = {"on_text": watcher.read} if watcher else {}
     return llm.complete(
-        system=SYSTEM_PROMPT,
-        user=build_prompt(targets),
-        schema_name="claims",
-        schema=None,
-        parse=lambda answer: parse_chunk(answer, asked),
+        system=SYSTEM_PROMPT, user=build_prompt(targets), schema_name="claims", schema=None, parse=parse, **streamed
     )
+
+
+class _Watcher:
+    """Reads an answer as it is written and hands on each sentence whose section is complete."""
+
+    def __init__(
+        self,
+        asked: dict[str, int],
+        on_sentence: Callable[[int, list[ClaimDraft]], None],
+        found: dict[int, list[ClaimDraft]],
+    ) -> None:
+        self.asked, self.on_sentence = asked, on_sentence
+        self.given: dict[int, list[ClaimDraft]] = dict(found)
+
+    def read(self, text: str) -> None:
+        if text.lstrip().startswith(("{", "[", "`")):  # JSON: read whole, at the end
+            return
+        complete_lines = text[: text.rfind("\n") + 1]
+        for label, body in _sections(complete_lines)[:-1]:  # the last may still grow
+            index = self.asked.get(label.strip().upper())
+            if index is None or index in self.given:
+                continue
+            try:
+                claims = parse_claims(body)
+            except MalformedAnswer:
+                continue  # the whole answer's parse decides (and may ask again)
+            self.give(index, claims)
+
+    def give(self, index: int, claims: list[ClaimDraft]) -> None:
+        if index not in self.given:
+            self.given[index] = claims
+            self.on_sentence(index, claims)
 
 
 def decompose_sentence(llm: JsonLLM, sentence: SegmentedSentence) -> list[ClaimDraft]:

@@ -165,10 +165,19 @@ class JsonLLM(Protocol):
     """What a step needs from a language model: one answer, parsed by the step's own pure
     `parse` function (which raises MalformedAnswer to get one more try). With a `schema` the
     answer is JSON of that schema; with none it is the plain text the prompt asks for (JSON the
-    model writes anyway comes decoded)."""
+    model writes anyway comes decoded). A step that can use an answer's first lines before the
+    rest is written passes `on_text`: it gets the plain-text answer so far as it arrives (from
+    a server that streams)."""
 
     def complete(
-        self, *, system: str, user: str, schema_name: str, schema: dict | None, parse: Callable[[Any], T]
+        self,
+        *,
+        system: str,
+        user: str,
+        schema_name: str,
+        schema: dict | None,
+        parse: Callable[[Any], T],
+        on_text: Callable[[str], None] | None = None,
     ) -> T: ...
 
 
