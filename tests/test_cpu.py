@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from verification import cpu
+from verification import cpu, cpu_child
 from verification.pipeline import passages
 from verification.pipeline.types import FetchedDocument
 
@@ -148,6 +148,20 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state not in ("Z", "X")
+
+
+def test_the_pools_processes_load_a_few_at_a_time_and_the_first_loaded_takes_calls(monkeypatch):
+    # One process loads at a time: the first takes calls while the second still loads, instead
+    # of both sharing the cores and being ready together.
+    monkeypatch.setattr(cpu, "_loading_at_once", lambda: 1)
+    with ThreadPoolExecutor(2) as threads:
+        first = threads.submit(cpu.run, cpu_child.loading_time, 3.0)  # holds the first process
+        time.sleep(0.5)
+        second = threads.submit(cpu.run, cpu_child.loading_time, 0.0)
+        (_, first_end), (second_start, second_end) = first.result(), second.result()
+
+    assert first_end <= second_start  # the second began loading when the first had loaded
+    assert second_end < first_end + 3.0  # and took the second call while the first was held
 
 
 def test_work_runs_in_another_process():

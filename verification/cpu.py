@@ -275,6 +275,15 @@ def _width() -> int:
     return settings.CPU_PROCESSES + 1
 
 
+def _loading_at_once() -> int:
+    """How many of the pool's processes load (their imports and the model, ~1 s of CPU each) at
+    once: half the cores. Any process takes calls once it has loaded, so on a small machine the
+    first one loaded alone is reading pages while the others load, instead of all of them
+    sharing the cores and becoming ready together, late (a cold start on 2 cores had the first
+    pages wait ~2.5 s for four loading processes, two workers' pools)."""
+    return max(1, (os.cpu_count() or 1) // 2)
+
+
 def _get_pool(embedding_model: str | None = None) -> ProcessPoolExecutor | None:
     from django.conf import settings
 
@@ -284,11 +293,12 @@ def _get_pool(embedding_model: str | None = None) -> ProcessPoolExecutor | None:
     with _lock:
         if _pool is None or _pool_pid != os.getpid():  # a forked child must not share its parent's pool
             # spawn, not fork: forking a process that runs threads can copy a held lock.
+            context = multiprocessing.get_context("spawn")
             _pool = ProcessPoolExecutor(
                 max_workers=settings.CPU_PROCESSES,
-                mp_context=multiprocessing.get_context("spawn"),
+                mp_context=context,
                 initializer=cpu_child.init,
-                initargs=(embedding_model, os.getpid()),
+                initargs=(embedding_model, os.getpid(), context.BoundedSemaphore(_loading_at_once())),
             )
             _pool_pid = os.getpid()
             # Every process started now, each with a call to run once it has loaded what it

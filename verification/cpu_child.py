@@ -52,13 +52,29 @@ def call_with_time_limit(seconds: float, function, /, *args, **kwargs):
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def init(embedding_model: str | None, parent_pid: int) -> None:
-    """The pool's initializer (see verification.cpu)."""
+def init(embedding_model: str | None, parent_pid: int, warming=None) -> None:
+    """The pool's initializer (see verification.cpu). `warming`, a semaphore shared by the
+    pool's processes, bounds how many of them load at once (see verification.cpu)."""
     _yield_cpu()
     threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), name="parent-watch", daemon=True).start()
-    from verification import cpu  # the heavy imports, now at low priority
+    with warming or contextlib.nullcontext():
+        started = time.monotonic()
+        from verification import cpu  # the heavy imports, now at low priority
 
-    cpu.prepare_process(embedding_model)
+        cpu.prepare_process(embedding_model)
+        global loading
+        loading = (started, time.monotonic())
+
+
+# When this process loaded (time.monotonic() before and after): CLOCK_MONOTONIC is one clock for
+# every process of the machine, so processes' loading times can be compared.
+loading: tuple[float, float] | None = None
+
+
+def loading_time(hold_s: float = 0.0) -> tuple[float, float] | None:
+    """This process's `loading`, after holding it for `hold_s` (so a caller can occupy it)."""
+    time.sleep(hold_s)
+    return loading
 
 
 def _yield_cpu() -> None:
