@@ -127,9 +127,14 @@ class _LLMHandler(_Handler):
         chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time())}
         chunk["model"] = request.get("model", "fake")
         self._event({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+        written = ""
         for piece in _pieces(content):
             time.sleep(server.writing_seconds(len(piece) / 4))
-            self._event({**chunk, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+            written += piece
+            event = {**chunk, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+            if server.usage_in_every_event:
+                event["usage"] = usage | {"completion_tokens": len(written) // 4}
+            self._event(event)
         self._event({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
         if (request.get("stream_options") or {}).get("include_usage"):
             self._event({**chunk, "choices": [], "usage": usage})
@@ -174,6 +179,8 @@ class FakeLLM(LoopbackServer):
     # False: a request for a stream gets the whole answer in one JSON body, as from servers
     # that do not stream.
     streams: bool = True
+    # Usage summed so far in every streamed event, as some servers send it (not only in the last).
+    usage_in_every_event: bool = False
     fail_words: dict[str, int] = field(default_factory=dict)
     garbage_words: tuple[str, ...] = ()
     slow_words: dict[str, float] = field(default_factory=dict)

@@ -437,6 +437,16 @@ def request_tokens(request: dict) -> int:
     return len(" ".join(m["content"] for m in request["messages"])) // 4
 
 
+def test_usage_sent_in_every_streamed_event_is_counted_once(fake_llm):
+    server = fake_llm(usage_in_every_event=True)
+    client = make_client(server.url)
+
+    answer = ask_streamed(client, [])
+
+    [request] = server.requests
+    assert client.usage == LLMUsage(calls=1, prompt_tokens=request_tokens(request), completion_tokens=len(answer) // 4)
+
+
 def test_a_server_that_answers_without_a_stream_is_asked_without_one_from_then_on(fake_llm):
     server = fake_llm(streams=False)
     client = make_client(server.url)

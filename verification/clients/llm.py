@@ -176,14 +176,16 @@ class LLMClient:
         except openai.APIError as error:
             raise StepError(describe_api_error(error, self.model, self.base_url)) from error
         parts: list[str] = []
-        chunks = 0
+        chunks, usage = 0, None
         try:
             for chunk in stream:
                 if not isinstance(chunk, ChatCompletionChunk):
                     break
                 chunks += 1
-                self._count(chunk.usage)
-                piece = chunk.choices[0].delta.content if chunk.choices else None
+                # The last usage: servers that send it in every event send it summed so far.
+                usage = chunk.usage or usage
+                delta = chunk.choices[0].delta if chunk.choices else None  # null in some servers' last event
+                piece = getattr(delta, "content", None)
                 if piece:
                     parts.append(piece)
                     if "\n" in piece:
@@ -197,6 +199,7 @@ class LLMClient:
         if not chunks:
             return self._without_streaming(system, user)
         self.usage.calls += 1
+        self._count(usage)
         return "".join(parts)
 
     def _without_streaming(self, system: str, user: str) -> str:
