@@ -37,6 +37,7 @@ from verification.models import (
     Status,
     Verification,
 )
+from verification.pipeline.types import ClaimDraft
 
 TEXT = "The Eiffel Tower is in Paris, France. It was completed in 1889. It is made of steel.\n\nI hope this helps!"
 ONE_SENTENCE = "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."
@@ -397,8 +398,8 @@ class Inline:
         self.queue: list = []
         self.ran: Counter[str] = Counter()  # tasks run, by name
 
-    def send(self, task, *args) -> None:
-        self.queue.append((task, args))
+    def send(self, task, *args, countdown: float = 0) -> None:
+        self.queue.append((task, args))  # queued in order: the countdown is not waited for
 
     def run_all(self) -> None:
         while self.queue:
@@ -617,6 +618,35 @@ def test_a_run_whose_start_message_was_lost_is_split_once_and_asks_the_model_onc
     # One chunk, decomposed once: not sent by both the resume and the start task.
     assert (inline.ran["verification_start"], inline.ran["sentences_decompose"]) == (1, 1)
     assert world.llm.calls["claims"] == 1
+
+
+@pytest.mark.django_db
+def test_a_decompose_task_redelivered_mid_answer_asks_only_about_the_sentences_not_yet_answered(world, inline):
+    # The worker died while the model wrote the chunk's answer: the first sentence's claim had
+    # been saved and sent to search (streamed), the others' not. The redelivered task asks
+    # only about those, and the run ends.
+    verification = inline.start()
+    inline.run_all()
+    assert world.llm.calls["claims"] == 1
+    world.llm.calls.clear()
+    Verification.objects.filter(pk=verification.pk).update(status=Status.RUNNING, finished_at=None)
+    sentences = list(Sentence.objects.filter(verification=verification).order_by("index"))
+    Claim.objects.filter(sentence__verification=verification).delete()
+    Sentence.objects.filter(verification=verification).update(status=Status.RUNNING, error="")
+    [claim] = services.claims_save(
+        sentence=sentences[0], drafts=[ClaimDraft("The Eiffel Tower is in Paris.", "eiffel")]
+    )
+    cache.clear()
+
+    inline.send(tasks.claim_search, claim.pk)
+    inline.send(tasks.sentences_decompose, [sentence.pk for sentence in sentences])
+    inline.run_all()
+
+    assert world.llm.calls["claims"] == 1
+    asked = [r["messages"][-1]["content"] for r in world.llm.requests if "Target sentences" in str(r["messages"])][-1]
+    assert asked.endswith("Target sentences: S2, S3, S4\nAnswer:")  # not S1, the first sentence
+    assert list(sentences[0].claims.values_list("pk", flat=True)) == [claim.pk]
+    assert Verification.objects.get(pk=verification.pk).status == Status.DONE, snapshot([verification.pk])
 
 
 @pytest.mark.django_db

@@ -351,6 +351,13 @@ def sentences_decompose(sentence_ids: list[int]) -> None:
         return
     _hold(sentences[0].verification_id)
     begun = [sentence for sentence in sentences if services.sentence_begin(sentence)]
+    # A redelivered task (its worker died while the model still wrote): the sentences whose
+    # claims were saved before go on with them, and only the others are asked about again.
+    decomposed = set(Claim.objects.filter(sentence__in=begun).values_list("sentence_id", flat=True))
+    for sentence in begun:
+        if sentence.pk in decomposed:
+            _claims_save(sentence, [])
+    begun = [sentence for sentence in begun if sentence.pk not in decomposed]
     if not begun:
         return
     llm = providers.llm_client(begun[0].verification.settings["model"])
