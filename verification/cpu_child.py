@@ -55,6 +55,7 @@ def call_with_time_limit(seconds: float, function, /, *args, **kwargs):
 def init(embedding_model: str | None, parent_pid: int, warming=None) -> None:
     """The pool's initializer (see verification.cpu). `warming`, a semaphore shared by the
     pool's processes, bounds how many of them load at once (see verification.cpu)."""
+    global loading
     _yield_cpu()
     threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), name="parent-watch", daemon=True).start()
     with warming or contextlib.nullcontext():
@@ -62,7 +63,6 @@ def init(embedding_model: str | None, parent_pid: int, warming=None) -> None:
         from verification import cpu  # the heavy imports, now at low priority
 
         cpu.prepare_process(embedding_model)
-        global loading
         loading = (started, time.monotonic())
 
 

@@ -87,4 +87,7 @@ def _preload(splitter: bool, then: Callable[[], None] | None) -> None:
     except Exception:  # only a head start: the first submission imports them itself
         logger.exception("preloading failed")
     if then is not None and not _stopping.is_set():
-        then()
+        try:
+            then()
+        except Exception:  # the first task that needs it starts it
+            logger.exception("preloading failed")

@@ -541,23 +541,47 @@ def test_a_server_that_is_not_an_openai_api_fails_with_a_readable_reason(serve_h
         ask(make_client(serve_html))
 
 
+def test_a_streamed_request_to_a_server_that_is_not_an_openai_api_fails_with_a_readable_reason(serve_html):
+    with pytest.raises(StepError, match="did not answer like an OpenAI chat-completions API"):
+        ask_streamed(make_client(serve_html), [])
+
+
+def test_a_stream_whose_events_are_not_json_fails_with_a_readable_reason(serve):
+    url = serve(b"data: {not json\n\n", "text/event-stream")
+
+    with pytest.raises(StepError, match="sent a stream that is not an OpenAI one"):
+        ask_streamed(make_client(url), [])
+
+
 @pytest.fixture
-def serve_html():
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args) -> None:
-            pass
+def serve():
+    """serve(body, content_type): a server on 127.0.0.1 answering every POST with that body."""
+    servers = []
 
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers["Content-Length"]))
-            body = b"<html>hello</html>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def start(body: bytes, content_type: str) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+        servers.append(httpd)
+        return f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+
+    yield start
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def serve_html(serve):
+    return serve(b"<html>hello</html>", "text/html")

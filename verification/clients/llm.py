@@ -4,12 +4,13 @@ jittered backoff (or the server's Retry-After) within a time budget per call, no
 a server that keeps failing must not hold a run for minutes. A malformed answer is asked for
 once more. A step that can act on an answer's first lines (decompose) gets it streamed."""
 
+import contextlib
 import email.utils
 import json
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -177,10 +178,8 @@ class LLMClient:
             raise StepError(describe_api_error(error, self.model, self.base_url)) from error
         parts: list[str] = []
         chunks, usage = 0, None
-        try:
-            for chunk in stream:
-                if not isinstance(chunk, ChatCompletionChunk):
-                    break
+        with contextlib.closing(stream):
+            for chunk in self._events(stream):
                 chunks += 1
                 # The last usage: servers that send it in every event send it summed so far.
                 usage = chunk.usage or usage
@@ -190,17 +189,23 @@ class LLMClient:
                     parts.append(piece)
                     if "\n" in piece:
                         on_text("".join(parts))
-        except openai.APIError as error:
-            raise StepError(describe_api_error(error, self.model, self.base_url)) from error
-        except ValueError as error:  # an event that is not JSON
-            raise StepError(f"the server at {self.base_url} sent a stream that is not an OpenAI one") from error
-        finally:
-            stream.close()
         if not chunks:
             return self._without_streaming(system, user)
         self.usage.calls += 1
         self._count(usage)
         return "".join(parts)
+
+    def _events(self, stream: Any) -> Iterator[ChatCompletionChunk]:
+        """The stream's chunks; what goes wrong while reading it (not in `on_text`) as a StepError."""
+        try:
+            for chunk in stream:
+                if not isinstance(chunk, ChatCompletionChunk):
+                    return
+                yield chunk
+        except openai.APIError as error:
+            raise StepError(describe_api_error(error, self.model, self.base_url)) from error
+        except ValueError as error:  # an event that is not JSON
+            raise StepError(f"the server at {self.base_url} sent a stream that is not an OpenAI one") from error
 
     def _without_streaming(self, system: str, user: str) -> str:
         with _lock:
