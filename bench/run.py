@@ -93,6 +93,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="a setting for the app's processes, e.g. CPU_PROCESSES=1 (repeatable)",
     )
     parser.add_argument("--runs", type=int, default=20, help="runs submitted at once (default 20)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="measure the run alone (cold, then warm) this many times, each a row graded on its own "
+        "(default 1): one measurement of a run alone lands on either side of a goal's line",
+    )
     parser.add_argument("--mode", choices=["sparse", "dense"], default="dense", help="retrieval (default dense)")
     parser.add_argument("--pages", default="small,realistic", help="page sets: small,realistic (default both)")
     parser.add_argument("--databases", default="sqlite,postgresql", help="sqlite,postgresql (default both)")
@@ -239,7 +246,7 @@ def measure_database(args, services, database, llm, calls, serpers, sample, edit
     for pages, serper in serpers.items():
         serper_env = {"SERPER_API_KEY": serper.api_key, "SERPER_BASE_URL": serper.url}
         app = App(args, services, env | serper_env, f"{database}-{pages}")
-        for texts in ([sample], concurrent):
+        for texts in [[sample]] * max(1, args.repeat) + [concurrent]:
             app.restart()
             for state in ("cold", "warm"):
                 request = {"texts": texts, "mode": args.mode, "timeout": args.timeout, "clear_caches": True}
