@@ -161,12 +161,12 @@ def goals(rows: list[dict], concurrent: int, faults: list[dict] = (), baseline: 
 def _goals_from_lines_written(rows: list[dict]) -> list[dict]:
     """The ratio and first-colour goals again, on the stricter path that starts a streamed
     claim's chain when its line was written, not when its decompose call ended (bench/calls.py):
-    streaming shortens the path the issue defines without shortening this one. Only for rows
-    whose answers were streamed (where the two paths differ)."""
+    with a streamed answer a claim's search starts before that call ends, time the issue's path
+    still counts. For rows measured with it (where no answer was streamed, the paths are the same)."""
     result = []
-    streamed = [r for r in rows if r["runs"] == 1 and r.get("bound_written_s") and r["bound_written_s"] < r["bound_s"]]
+    measured = [r for r in rows if r["runs"] == 1 and r.get("bound_written_s")]
     for state, limit in (("warm", GOAL_WARM), ("cold", GOAL_COLD)):
-        scope = [r for r in streamed if r["state"] == state and r["ratio_written"] is not None]
+        scope = [r for r in measured if r["state"] == state and r["ratio_written"] is not None]
         if scope:
             worst = max(scope, key=lambda r: r["ratio_written"])
             over = [r for r in scope if r["ratio_written"] > limit]
@@ -177,7 +177,7 @@ def _goals_from_lines_written(rows: list[dict]) -> list[dict]:
                     "detail": f"worst {worst['ratio_written']:.2f} ({_where(worst)}); {len(over)} of {len(scope)} over",
                 }
             )
-        scope = [r for r in streamed if r["state"] == state and r.get("first_claim_written_path_s")]
+        scope = [r for r in measured if r["state"] == state and r.get("first_claim_written_path_s")]
         if scope:
             late = [r for r in scope if not _first_in_time(r, "first_claim_written_path_s")]
             worst = max(scope, key=lambda r: (r["first_coloured_s"] or float("inf")) / r["first_claim_written_path_s"])
@@ -375,8 +375,8 @@ def markdown(results: dict) -> str:
         ratio = "–" if r["ratio"] is None else f"{r['ratio']:.2f}"
         mark = _row_goal(r, graded)
         first = f"{_number(r['first_coloured_s'])} ({_number(r['first_claim_path_s'])})"
-        if r.get("bound_written_s") and r["bound_written_s"] < (r["bound_s"] or 0):  # streamed: the stricter path
-            ratio += f" ({r['ratio_written']:.2f} / {_number(r['bound_written_s'])})"
+        if r.get("bound_written_s"):  # the stricter path (the same for answers that were not streamed)
+            ratio += f" ({_number(r['ratio_written'])} / {_number(r['bound_written_s'])})"
             first = first[:-1] + f" / {_number(r['first_claim_written_path_s'])})"
         lines.append(
             f"| {r['db']} | {r['pages']} | {r['state']} | {r['runs']} | {wall} | {_number(r['bound_s'])} | {ratio} | "
