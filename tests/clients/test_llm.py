@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from email.message import Message
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -571,15 +571,12 @@ def serve():
                 self.end_headers()
                 self.wfile.write(body)
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-        servers.append(httpd)
-        return f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        servers.append(LoopbackServer(Handler).start())
+        return servers[-1].url + "/v1"
 
     yield start
-    for httpd in servers:
-        httpd.shutdown()
-        httpd.server_close()
+    for server in servers:
+        server.stop()
 
 
 @pytest.fixture
