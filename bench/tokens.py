@@ -11,6 +11,7 @@ fake reads that checkout's prompts. `--out` writes the (claim, url, passage) tri
 saw; `--compare` checks them against another checkout's file: the same evidence must be judged."""
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -18,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
+from multiprocessing import resource_tracker
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -124,6 +126,10 @@ def main() -> None:
     from verification import cpu
 
     cpu.stop()  # the CPU pool's processes end with this one, not half a second after it
+    # And multiprocessing's resource tracker, reaped here: after os._exit it would end on its
+    # own, orphaned, moments after this process.
+    with contextlib.suppress(Exception):
+        resource_tracker._resource_tracker._stop()
     os._exit(0)  # the embedded worker's threads
 
 
