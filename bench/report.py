@@ -78,36 +78,14 @@ def goals(rows: list[dict], concurrent: int, faults: list[dict] = (), baseline: 
     a baseline, tokens per answer at most half of its."""
     result = []
     rows = [r for r in rows if r["pages"] == graded_pages(rows)]
-    for state, limit in (("warm", GOAL_WARM), ("cold", GOAL_COLD)):
-        for runs in [1]:
-            scope = [r for r in rows if r["state"] == state and r["runs"] == runs and r["ratio"] is not None]
-            if not scope:
-                continue
-            worst = max(scope, key=lambda r: r["ratio"])
-            over = [r for r in scope if r["ratio"] > limit]
-            result.append(
-                {
-                    "goal": f"{state} ratio ≤ {limit} ({_runs(runs)})",
-                    "pass": not over and all(r["all_done"] for r in scope),
-                    "detail": f"worst {worst['ratio']:.2f} ({_where(worst)}); {len(over)} of {len(scope)} over",
-                }
-            )
-    for state in ("warm", "cold"):
-        scope = [r for r in rows if r["state"] == state and r["runs"] == 1 and r.get("first_claim_path_s")]
-        if not scope:
-            continue
-        late = [r for r in scope if not _first_in_time(r)]
-        worst = max(scope, key=lambda r: (r["first_coloured_s"] or float("inf")) / r["first_claim_path_s"])
-        result.append(
-            {
-                "goal": f"{state}: first coloured sentence ≤ {GOAL_FIRST_COLOURED:g}× the first claim's critical "
-                "path (1 run)",
-                "pass": not late,
-                "detail": f"worst {_seconds(worst['first_coloured_s'])} against {worst['first_claim_path_s']:.2f} s "
-                f"({_where(worst)}); {len(late)} of {len(scope)} over",
-            }
-        )
-    result += _goals_from_lines_written(rows)
+    alone = [r for r in rows if r["runs"] == 1]
+    result += _path_goals(alone, "ratio", "first_claim_path_s", "")
+    # Again on the stricter path that starts a streamed claim's chain when its line was written,
+    # not when its decompose call ended (bench/calls.py): with a streamed answer a claim's search
+    # starts before that call ends, time the issue's path still counts. For rows measured with it
+    # (where no answer was streamed, the two paths are the same).
+    measured = [r for r in alone if r.get("bound_written_s")]
+    result += _path_goals(measured, "ratio_written", "first_claim_written_path_s", ", path from claims' lines written")
     scope = [r for r in rows if r["runs"] == concurrent and concurrent > 1]
     if scope:
         short = [r for r in scope if not r["all_done"]]
@@ -158,36 +136,34 @@ def goals(rows: list[dict], concurrent: int, faults: list[dict] = (), baseline: 
     return result
 
 
-def _goals_from_lines_written(rows: list[dict]) -> list[dict]:
-    """The ratio and first-colour goals again, on the stricter path that starts a streamed
-    claim's chain when its line was written, not when its decompose call ended (bench/calls.py):
-    with a streamed answer a claim's search starts before that call ends, time the issue's path
-    still counts. For rows measured with it (where no answer was streamed, the paths are the same)."""
+def _path_goals(rows: list[dict], ratio: str, first_path: str, which: str) -> list[dict]:
+    """The ratio goals (warm, cold) and the first-colour goals of runs alone, with the ratio and
+    the first claim's path of the row's keys `ratio` and `first_path`."""
     result = []
-    measured = [r for r in rows if r["runs"] == 1 and r.get("bound_written_s")]
     for state, limit in (("warm", GOAL_WARM), ("cold", GOAL_COLD)):
-        scope = [r for r in measured if r["state"] == state and r["ratio_written"] is not None]
+        scope = [r for r in rows if r["state"] == state and r[ratio] is not None]
         if scope:
-            worst = max(scope, key=lambda r: r["ratio_written"])
-            over = [r for r in scope if r["ratio_written"] > limit]
+            worst = max(scope, key=lambda r: r[ratio])
+            over = [r for r in scope if r[ratio] > limit]
             result.append(
                 {
-                    "goal": f"{state} ratio ≤ {limit} (1 run), path from claims' lines written",
-                    "pass": not over,
-                    "detail": f"worst {worst['ratio_written']:.2f} ({_where(worst)}); {len(over)} of {len(scope)} over",
+                    "goal": f"{state} ratio ≤ {limit} (1 run){which}",
+                    "pass": not over and all(r["all_done"] for r in scope),
+                    "detail": f"worst {worst[ratio]:.2f} ({_where(worst)}); {len(over)} of {len(scope)} over",
                 }
             )
-        scope = [r for r in measured if r["state"] == state and r.get("first_claim_written_path_s")]
+    for state in ("warm", "cold"):
+        scope = [r for r in rows if r["state"] == state and r.get(first_path)]
         if scope:
-            late = [r for r in scope if not _first_in_time(r, "first_claim_written_path_s")]
-            worst = max(scope, key=lambda r: (r["first_coloured_s"] or float("inf")) / r["first_claim_written_path_s"])
+            late = [r for r in scope if not _first_in_time(r, first_path)]
+            worst = max(scope, key=lambda r: (r["first_coloured_s"] or float("inf")) / r[first_path])
             result.append(
                 {
-                    "goal": f"{state}: first coloured sentence ≤ {GOAL_FIRST_COLOURED:g}× the first claim's path "
-                    "(1 run), from its line written",
+                    "goal": f"{state}: first coloured sentence ≤ {GOAL_FIRST_COLOURED:g}× the first claim's critical "
+                    f"path (1 run){which}",
                     "pass": not late,
-                    "detail": f"worst {_seconds(worst['first_coloured_s'])} against "
-                    f"{worst['first_claim_written_path_s']:.2f} s ({_where(worst)}); {len(late)} of {len(scope)} over",
+                    "detail": f"worst {_seconds(worst['first_coloured_s'])} against {worst[first_path]:.2f} s "
+                    f"({_where(worst)}); {len(late)} of {len(scope)} over",
                 }
             )
     return result

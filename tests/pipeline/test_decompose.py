@@ -233,7 +233,7 @@ def test_each_sentence_is_handed_on_once_the_next_sentences_header_is_written():
 
 def test_a_header_still_being_written_does_not_end_the_section_before_it():
     model = Streaming(STREAMED)
-    watcher = _Watcher(labels(chunk()), model.hand_on, {})
+    watcher = _Watcher(labels(chunk()), model.hand_on)
     watcher.read("S1:\n- Metformin is the first-line drug for type 2 diabetes. | metformin first line\nS2")
     assert model.handed == []
     watcher.read("S1:\n- Metformin is the first-line drug for type 2 diabetes. | metformin first line\nS2:\n")

@@ -112,7 +112,7 @@ def decompose_chunk(
         missing = [s for s in targets if s.index not in found]
         if not missing:
             break
-        found |= _ask(llm, missing, _Watcher(labels(missing), on_sentence, found) if on_sentence else None)
+        found |= _ask(llm, missing, _Watcher(labels(missing), on_sentence) if on_sentence else None)
     return found
 
 
@@ -139,14 +139,9 @@ def _ask(llm: JsonLLM, targets: Sequence[SegmentedSentence], watcher: "_Watcher 
 class _Watcher:
     """Reads an answer as it is written and hands on each sentence whose section is complete."""
 
-    def __init__(
-        self,
-        asked: dict[str, int],
-        on_sentence: Callable[[int, list[ClaimDraft]], None],
-        found: dict[int, list[ClaimDraft]],
-    ) -> None:
+    def __init__(self, asked: dict[str, int], on_sentence: Callable[[int, list[ClaimDraft]], None]) -> None:
         self.asked, self.on_sentence = asked, on_sentence
-        self.given: dict[int, list[ClaimDraft]] = dict(found)
+        self.given: dict[int, list[ClaimDraft]] = {}
 
     def read(self, text: str) -> None:
         if text.lstrip().startswith(("{", "[", "`")):  # JSON: read whole, at the end
