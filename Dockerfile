@@ -25,5 +25,5 @@ RUN python -m verification.clients.embeddings \
 RUN useradd --system --user-group --uid 10001 --home-dir /home/factsite --create-home factsite
 USER factsite
 EXPOSE 8000
-HEALTHCHECK --interval=30s --timeout=30s --start-period=60s CMD ["python", "-m", "verification.health", "web"]
+HEALTHCHECK --interval=30s --timeout=30s --start-period=60s CMD ["python", "-m", "verification.worker.health", "web"]
 CMD ["gunicorn", "factsite.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "60"]

@@ -23,7 +23,7 @@ POLL_S = 0.02
 
 def submit(text: str, mode: str):
     from verification import services, tasks
-    from verification.forms import DEFAULT_SETTINGS
+    from verification.inputs.forms import DEFAULT_SETTINGS
 
     settings = {**DEFAULT_SETTINGS, "model": "bench-model", "retrieval_mode": mode}
     verification = services.verification_create(text=text, settings=settings)

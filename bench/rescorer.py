@@ -10,7 +10,7 @@ no supporting sentence are left out, as the data's README says.
 CPU: `time.process_time()` of one (claim, page) ranking, BM25 included, in this one process
 with one thread, each measured with an empty vector cache (the embedder caches by sentence
 text, and a warm cache would measure the cache). Over the WiCE pages and over generated 50 KB–1 MB
-pages (bench/pages.py) read by the app's own `verification.cpu.read_page`, with the sentence each
+pages (bench/pages.py) read by the app's own `verification.worker.cpu.read_page`, with the sentence each
 page states as the claim and a sentence about its topic that it may not state.
 
 Start-up: a fresh interpreter importing the embeddings module, loading each backend and
@@ -34,10 +34,10 @@ from bench.chrome import site_chrome  # noqa: E402
 from bench.pages import generated_page  # noqa: E402
 from bench.web import KINDS  # noqa: E402
 from verification.clients import embeddings  # noqa: E402
-from verification.cpu import read_page  # noqa: E402
 from verification.pipeline import passages  # noqa: E402
 from verification.pipeline.segment import split_sentences  # noqa: E402
 from verification.pipeline.types import FetchedDocument  # noqa: E402
+from verification.worker.cpu import read_page  # noqa: E402
 
 WICE = ROOT.parent / "shared" / "data" / "wice-dev" / "dev.jsonl"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"

@@ -123,7 +123,7 @@ def main() -> None:
         if not same:
             for n, (a, b) in enumerate(zip(other, mine, strict=True), start=1):
                 print(f"  answer {n}: only there {len(set(a) - set(b))}, only here {len(set(b) - set(a))}")
-    from verification import cpu
+    from verification.worker import cpu
 
     cpu.stop()  # the CPU pool's processes end with this one, not half a second after it
     # And multiprocessing's resource tracker, reaped here: after os._exit it would end on its

@@ -33,7 +33,7 @@ def ensure_embedded_worker() -> bool:
     global _embedded_worker
     from django.conf import settings
 
-    from verification import heartbeat, lifecycle
+    from verification.worker import heartbeat, lifecycle
 
     if not settings.CELERY_EMBEDDED_WORKER:
         return False
@@ -83,8 +83,8 @@ def warm_up(*, wait: bool = False) -> None:
     default: the first run after a start then does not wait for it."""
     from django.conf import settings
 
-    from verification import cpu, heartbeat
-    from verification.forms import DEFAULT_SETTINGS
+    from verification.inputs.forms import DEFAULT_SETTINGS
+    from verification.worker import cpu, heartbeat
 
     dense = DEFAULT_SETTINGS["retrieval_mode"] == "dense"
     # Beat at once when warm: the run pages' "starting" notice ends with it.
@@ -96,7 +96,7 @@ def _start_worker_process(**_) -> None:
     # In the background: the worker takes tasks at once. A task that needs the CPU pool waits
     # for it, holding its run, so the heartbeat says the run is alive meanwhile. (Also sent by
     # the embedded worker's WorkController.)
-    from verification import heartbeat, lifecycle
+    from verification.worker import heartbeat, lifecycle
 
     heartbeat.start()
     # The first tasks ask the model (openai): imported now, not by them. Texts come split
@@ -111,6 +111,6 @@ def _start_worker_process(**_) -> None:
 def _stop_worker_process(**_) -> None:
     # A `celery worker` asked to stop (SIGTERM, SIGINT): its CPU pool ends now and the process
     # within lifecycle.GRACE_S, whatever its tasks are waiting for.
-    from verification import lifecycle
+    from verification.worker import lifecycle
 
     lifecycle.stopping()

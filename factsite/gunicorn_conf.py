@@ -55,6 +55,6 @@ def worker_exit(server, worker) -> None:
 
 
 def _stopping() -> None:
-    from verification import lifecycle
+    from verification.worker import lifecycle
 
     lifecycle.stopping()

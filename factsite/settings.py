@@ -49,16 +49,16 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # /healthz and /readyz, answered before anything else: a container healthcheck asks for them on
     # 127.0.0.1 over http, which the allowed hosts and the https redirect would refuse.
-    "verification.health.HealthMiddleware",
+    "verification.worker.health.HealthMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.common.CommonMiddleware",
     # Before the CSRF check, which reads the form (and so the whole upload).
-    "verification.limits.UploadSizeMiddleware",
+    "verification.access.limits.UploadSizeMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     # The API has no CSRF token: it takes only JSON bodies, which other sites cannot send (see Limits).
-    "verification.limits.JsonOnlyApiMiddleware",
-    "verification.limits.SpendingLimitMiddleware",
+    "verification.access.limits.JsonOnlyApiMiddleware",
+    "verification.access.limits.SpendingLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
@@ -71,7 +71,15 @@ TEMPLATES = [
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
-        "OPTIONS": {"context_processors": ["django.template.context_processors.request"]},
+        "OPTIONS": {
+            "context_processors": ["django.template.context_processors.request"],
+            # The pages' template tags live with the pages (verification/web/), not in the app's
+            # top-level templatetags/ where Django would look by itself.
+            "libraries": {
+                "factsite": "verification.web.templatetags.factsite",
+                "reporting": "verification.web.templatetags.reporting",
+            },
+        },
     }
 ]
 
@@ -122,7 +130,7 @@ REDIS_URL = env.str("REDIS_URL", default="")
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_EMBEDDED_WORKER = not REDIS_URL
 CELERY_EMBEDDED_CONCURRENCY = env.int("CELERY_EMBEDDED_CONCURRENCY", default=8)
-# Processes per worker for parsing pages and ranking passages (verification/cpu.py); 0 runs
+# Processes per worker for parsing pages and ranking passages (verification/worker/cpu.py); 0 runs
 # that work in the worker's own threads.
 CPU_PROCESSES = int(env.str("CPU_PROCESSES", default="") or os.cpu_count() or 1)
 # Seconds one page may take to be read, or its passages chosen, in that pool: past it the item
@@ -159,9 +167,9 @@ CELERY_BEAT_SCHEDULE = {
     "delete-old-runs": {"task": "verification.tasks.delete_old_runs", "schedule": 24 * 3600},
 }
 # Where beat keeps its schedule; beside it, a file it touches on every tick tells its healthcheck
-# that it is alive (verification/health.py). The image keeps it in /tmp: /app is read-only to its user.
+# that it is alive (verification/worker/health.py). The image keeps it in /tmp: /app is read-only to its user.
 CELERY_BEAT_SCHEDULE_FILENAME = env.str("BEAT_SCHEDULE_FILE", default="") or str(VAR_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULER = "verification.health:BeatScheduler"
+CELERY_BEAT_SCHEDULER = "verification.worker.health:BeatScheduler"
 
 # --- Cache: shared by the web process and the workers. It holds search results, page texts,
 # claims and judgements across runs (an edited text only pays for what changed).
@@ -205,7 +213,7 @@ LLM_RETRY_BUDGET = env.float("LLM_RETRY_BUDGET", default=20.0)
 SERPER_API_KEY = env.str("SERPER_API_KEY", default="")
 SERPER_BASE_URL = env.str("SERPER_BASE_URL", default="https://google.serper.dev")
 SEARCH_TIMEOUT = env.float("SEARCH_TIMEOUT", default=15.0)
-# Search providers in the order they are tried (verification/providers.py): one without its key
+# Search providers in the order they are tried (verification/clients/providers.py): one without its key
 # or address is skipped, one that fails hands over to the next. Wikipedia, keyless, comes last,
 # so a fresh clone with only a language model can verify something.
 SEARCH_PROVIDERS = [

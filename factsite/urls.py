@@ -1,8 +1,8 @@
 from django.urls import include, path
 
-from verification.api import api
+from verification.api.runs import api
 
 urlpatterns = [
     path("api/", api.urls),
-    path("", include("verification.urls")),
+    path("", include("verification.web.urls")),
 ]

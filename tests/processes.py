@@ -92,7 +92,7 @@ class Processes:
         return beat
 
     def until_beating(self, process: subprocess.Popen) -> None:
-        """A process that runs tasks is ready once it beats: verification.heartbeat writes its
+        """A process that runs tasks is ready once it beats: verification.worker.heartbeat writes its
         WorkerProcess row (named host:pid:…) as soon as the app is loaded, before it takes tasks."""
         from verification.models import WorkerProcess  # this module is also used without Django
 

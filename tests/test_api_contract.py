@@ -26,7 +26,7 @@ from tests.fakes import FakePage, FakeSite
 from tests.test_api import wait_for
 from verification import selectors
 from verification.models import Verification
-from verification.viewstate import ViewState
+from verification.selectors.viewstate import ViewState
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}

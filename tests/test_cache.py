@@ -8,7 +8,7 @@ import pytest
 from django.core.cache import caches
 
 from factsite.settings import BASE_DIR
-from verification import cache
+from verification.clients import cache
 
 # One page's sentences, about what the page cache holds for a real news or wiki page.
 PAGE = [f"Sentence {i} of a page that a claim cited, as long as a sentence usually is." for i in range(80)]

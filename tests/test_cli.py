@@ -97,7 +97,7 @@ def worker_process(env, redis_url):
 
 
 def beating(database_url: str, pid: int) -> bool:
-    """The worker has loaded the app and beats (verification.heartbeat: its WorkerProcess row)."""
+    """The worker has loaded the app and beats (verification.worker.heartbeat: its WorkerProcess row)."""
     with contextlib.closing(sqlite3.connect(database_url.removeprefix("sqlite:///"))) as database:
         found = database.execute("SELECT 1 FROM verification_workerprocess WHERE name LIKE ?", (f"%:{pid}:%",))
         return found.fetchone() is not None

@@ -78,7 +78,7 @@ def test_every_long_running_service_restarts_unless_stopped_and_has_a_healthchec
         assert services[name]["restart"] == "unless-stopped", name
         assert services[name]["healthcheck"]["test"][0] in ("CMD", "CMD-SHELL"), name
     for name in ("web", "worker", "beat"):
-        assert services[name]["healthcheck"]["test"][1:4] == ["python", "-m", "verification.health"], name
+        assert services[name]["healthcheck"]["test"][1:4] == ["python", "-m", "verification.worker.health"], name
 
 
 def test_migrations_run_once_before_web_worker_and_beat_start(services):

@@ -1,4 +1,4 @@
-"""The CPU pool (verification/cpu.py): parsing and ranking run in other processes, a dead
+"""The CPU pool (verification/worker/cpu.py): parsing and ranking run in other processes, a dead
 process is replaced, and the results are the pipeline's own."""
 
 import os
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from verification import cpu, cpu_child
 from verification.pipeline import passages
 from verification.pipeline.types import FetchedDocument
+from verification.worker import cpu, cpu_child
 
 ARTICLE = (
     "<html><head><title>Bees | Nature site</title><script>var tracking = 1;</script></head><body>"

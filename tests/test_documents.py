@@ -15,7 +15,7 @@ from django.utils.timezone import now
 from tests.fakes import FakePage, FakeSite
 from tests.pdfs import make_pdf
 from tests.test_engine import all_evidence, wait_for
-from verification.documents import sniff
+from verification.inputs.documents import sniff
 from verification.models import Source, Upload, Verification
 
 SUMMARY = "The Eiffel Tower is in Paris, France. It was completed in 1889."

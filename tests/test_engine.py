@@ -6,7 +6,7 @@ import time
 import pytest
 
 from tests.fakes import FakePage, FakeSite
-from verification import providers
+from verification.clients import providers
 from verification.models import Verification
 
 JUDGED = ("supported", "not_supported", "irrelevant")

@@ -34,7 +34,7 @@ from django.core.management import CommandError, call_command
 
 from tests.conftest import ROOT, world_environment
 from tests.fakes import FakePage, FakeSite
-from verification import limits
+from verification.access import limits
 from verification.evaluation import datasets
 from verification.models import Verification
 

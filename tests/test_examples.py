@@ -5,9 +5,9 @@ statements."""
 import pytest
 
 from tests.test_views import get, make_run, one, parse, textarea_value
-from verification.examples import EXAMPLES
-from verification.forms import DEFAULT_SETTINGS
+from verification.inputs.forms import DEFAULT_SETTINGS
 from verification.pipeline.segment import segment
+from verification.web.examples import EXAMPLES
 
 pytestmark = pytest.mark.django_db
 

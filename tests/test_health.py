@@ -1,5 +1,5 @@
 """/healthz and /readyz, and the healthcheck commands of the web server, worker and beat
-(verification/health.py). With real processes and services: tests/test_image.py."""
+(verification/worker/health.py). With real processes and services: tests/test_image.py."""
 
 import os
 import socket
@@ -12,8 +12,8 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.utils import timezone
 
 from tests.conftest import free_port
-from verification import health
 from verification.models import WorkerProcess
+from verification.worker import health
 
 
 @pytest.fixture

@@ -298,4 +298,4 @@ def test_the_image_serves_with_gunicorn_on_the_container_port_and_checks_its_hea
     command = image_command()
     assert command[0] == "gunicorn" and f"0.0.0.0:{CONTAINER_PORT}" in command
     (healthcheck,) = [args for word, args in dockerfile() if word == "HEALTHCHECK"]
-    assert json.loads(healthcheck.split(" CMD ", 1)[1]) == ["python", "-m", "verification.health", "web"]
+    assert json.loads(healthcheck.split(" CMD ", 1)[1]) == ["python", "-m", "verification.worker.health", "web"]

@@ -20,8 +20,8 @@ from django.utils import timezone
 from tests.conftest import free_port
 from tests.fakes import FakeLLM
 from tests.processes import READY_WITHIN_S, ROOT, wait_until
-from verification import heartbeat
 from verification.models import Status, Verification, WorkerProcess
+from verification.worker import heartbeat
 
 TEXT = "The Eiffel Tower is in Paris, France. It was completed in 1889. It is made of steel."
 HELD = "1889"  # the fake model holds the calls about this sentence until the test releases them

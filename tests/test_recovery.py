@@ -25,7 +25,8 @@ from django.utils import timezone
 
 from tests.conftest import MODEL, free_port
 from tests.processes import READY_WITHIN_S, wait_until
-from verification import heartbeat, providers, selectors, services, tasks
+from verification import selectors, services, tasks
+from verification.clients import providers
 from verification.models import (
     Claim,
     ClaimStatus,
@@ -38,6 +39,7 @@ from verification.models import (
     Verification,
 )
 from verification.pipeline.types import ClaimDraft
+from verification.worker import heartbeat
 
 TEXT = "The Eiffel Tower is in Paris, France. It was completed in 1889. It is made of steel.\n\nI hope this helps!"
 ONE_SENTENCE = "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."

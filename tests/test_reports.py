@@ -15,7 +15,7 @@ from tests.test_views import SCRIPT, add_claim, add_evidence, get, make_run, one
 from verification.models import Evidence, Source, Status
 from verification.scoring import compute_scores
 from verification.selectors import evidence_records
-from verification.templatetags.factsite import percent
+from verification.web.templatetags.factsite import percent
 
 pytestmark = pytest.mark.django_db
 

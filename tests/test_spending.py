@@ -9,7 +9,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from verification import limits
+from verification.access import limits
 from verification.models import Spending, Verification
 
 SENTENCE = "The Eiffel Tower is in Paris, France."

@@ -17,7 +17,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from tests.conftest import MODEL
-from verification.forms import DEFAULT_SETTINGS
+from verification.inputs.forms import DEFAULT_SETTINGS
 from verification.models import (
     FINISHED,
     Claim,

@@ -27,9 +27,12 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from factsite.celery import app, ensure_embedded_worker
-from verification import cpu, domain_lists, heartbeat, limits, providers, services
-from verification.cache import cache_key, lookup, remember, store
-from verification.documents import is_upload
+from verification import services
+from verification.access import limits
+from verification.clients import providers
+from verification.clients.cache import cache_key, lookup, remember, store
+from verification.inputs import domain_lists
+from verification.inputs.documents import is_upload
 from verification.models import (
     FINISHED,
     Claim,
@@ -53,6 +56,7 @@ from verification.pipeline.types import (
     SegmentedSentence,
     StepError,
 )
+from verification.worker import cpu, heartbeat
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from tests.fakes import FakePage, FakeSite
 from verification.models import Source, Verification
 from verification.scoring import NOT_SUPPORTED, SUPPORTED, Scores, compute_scores
 from verification.selectors import evidence_records
-from verification.templatetags.factsite import percent
+from verification.web.templatetags.factsite import percent
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.fake_search import FakeBrave, FakeSearxng, FakeTavily, FakeWikipedia
 from tests.fakes import FakePage, FakeSerper, FakeSite
-from verification import providers
+from verification.clients import providers
 from verification.clients.search import (
     BraveSearch,
     SearchChain,

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils import timezone
 
-from verification import limits, providers, selectors, services, tasks
-from verification.forms import VerificationForm
+from verification import selectors, services, tasks
+from verification.access import limits
+from verification.clients import providers
+from verification.inputs.forms import VerificationForm
 from verification.models import FINISHED, Verification
 from verification.pipeline import judge
 from verification.pipeline.types import EvidenceToJudge, StepError
-from verification.viewstate import ViewState
+from verification.selectors.viewstate import ViewState
 
 # Form fields of the run settings an evaluation sets (the rest keep the form's defaults).
 SETTING_FIELDS = ("model", "retrieval_mode", "top_k_results", "top_k_passages", "context_size")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from django.conf import settings as django_settings
 
-from verification import providers
+from verification.clients import providers
 from verification.evaluation import datasets, engine
 from verification.evaluation.journal import settings_key
 from verification.scoring import DEFAULT_RULE, SCORE_RULES

@@ -1,7 +1,7 @@
 """The run settings a command line can set, shared by `manage.py verify` and `manage.py
 evaluate` (the same names, checked by the same form as the web page)."""
 
-from verification.forms import DEFAULT_SETTINGS, RETRIEVAL_MODES
+from verification.inputs.forms import DEFAULT_SETTINGS, RETRIEVAL_MODES
 
 
 def add_run_settings_arguments(parser) -> None:

@@ -9,7 +9,7 @@ from verification.models import FINISHED, Verification
 from verification.scoring import OUTCOME_LABELS, PENDING
 from verification.selectors.records import claim_records, evidence_noun, once_finished, verdicts, verification_scores
 from verification.selectors.result_page import SentenceRow, sentence_rows
-from verification.viewstate import ViewState
+from verification.selectors.viewstate import ViewState
 
 # Two sentences this alike (difflib's ratio of their characters) in the same place are one
 # sentence reworded, not one removed and another added.

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from django.db.models import QuerySet
 
-from verification.documents import EVIDENCE_MODES
+from verification.inputs.documents import EVIDENCE_MODES
 from verification.models import Verification
 from verification.scoring import BAND_LABELS, compute_scores
 from verification.selectors.records import evidence_records_of_runs, permalink

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.db.models import Count, Exists, OuterRef, Q
 
-from verification import heartbeat, services
+from verification import services
 from verification.models import (
     FINISHED,
     Claim,
@@ -17,6 +17,7 @@ from verification.models import (
     Verification,
 )
 from verification.selectors.records import once_finished
+from verification.worker import heartbeat
 
 
 def run_is_starting(verification: Verification) -> bool:

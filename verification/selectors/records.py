@@ -35,7 +35,7 @@ from verification.scoring import (
     outcome,
     sentence_outcome,
 )
-from verification.viewstate import ViewState
+from verification.selectors.viewstate import ViewState
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import NamedTuple
 
-from verification.documents import EVIDENCE_MODES, is_upload
+from verification.inputs.documents import EVIDENCE_MODES, is_upload
 from verification.models import FINISHED, Claim, Evidence, SourceType, Status, Verification
 from verification.scoring import (
     BAND_LABELS,
@@ -26,7 +26,7 @@ from verification.selectors.records import (
 )
 from verification.selectors.result_json import evidence_mode, run_settings_json
 from verification.selectors.result_page import title_words
-from verification.viewstate import ViewState
+from verification.selectors.viewstate import ViewState
 
 # A link is made only to these: a stored URL is outside content, and `javascript:` or `data:`
 # would run or show something of the page's choosing when a reader clicks it.

@@ -3,7 +3,7 @@
 from collections import Counter, defaultdict
 
 from verification import services
-from verification.documents import DocumentDraft
+from verification.inputs.documents import DocumentDraft
 from verification.models import (
     FINISHED,
     Claim,
@@ -29,7 +29,7 @@ from verification.selectors.records import (
     verification_scores,
     with_search_provider,
 )
-from verification.viewstate import ViewState
+from verification.selectors.viewstate import ViewState
 
 
 def verification_result(verification: Verification, state: ViewState | None = None) -> dict:

@@ -7,9 +7,10 @@ from typing import NamedTuple
 from django.conf import settings
 from django.db.models import Prefetch
 
-from verification import domain_lists, services
+from verification import services
 from verification.clients.search import PROVIDER_LABELS
-from verification.documents import EVIDENCE_MODES, EVIDENCE_SWITCHED_FROM, is_upload
+from verification.inputs import domain_lists
+from verification.inputs.documents import EVIDENCE_MODES, EVIDENCE_SWITCHED_FROM, is_upload
 from verification.models import (
     FINISHED,
     Claim,
@@ -45,7 +46,7 @@ from verification.selectors.records import (
     with_search_provider,
 )
 from verification.selectors.result_json import documents_json, domains_left_out, evidence_mode, retryable
-from verification.viewstate import ViewState
+from verification.selectors.viewstate import ViewState
 
 
 class SentenceRow(NamedTuple):

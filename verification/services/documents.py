@@ -3,7 +3,7 @@
 import hashlib
 from collections.abc import Sequence
 
-from verification.documents import DocumentDraft
+from verification.inputs.documents import DocumentDraft
 from verification.models import (
     Origin,
     Source,

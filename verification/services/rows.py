@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from django.db import connection, transaction
 from django.db.models import F, Q
 
-from verification.documents import is_upload
+from verification.inputs.documents import is_upload
 from verification.models import (
     FINISHED,
     Claim,

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from verification.documents import DocumentDraft
+from verification.inputs.documents import DocumentDraft
 from verification.models import (
     FINISHED,
     Claim,

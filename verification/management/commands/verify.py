@@ -14,9 +14,11 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.datastructures import MultiValueDict
 
-from verification import limits, providers, selectors, services, tasks
-from verification.documents import EVIDENCE_MODES
-from verification.forms import VerificationForm
+from verification import selectors, services, tasks
+from verification.access import limits
+from verification.clients import providers
+from verification.inputs.documents import EVIDENCE_MODES
+from verification.inputs.forms import VerificationForm
 from verification.management.run_options import add_run_settings_arguments
 from verification.models import FINISHED, Verification
 from verification.scoring import (
@@ -28,7 +30,7 @@ from verification.scoring import (
     outcome_words,
     shown_percent,
 )
-from verification.viewstate import ViewState
+from verification.selectors.viewstate import ViewState
 
 # The exit status when a limit refuses the run, told apart from a run that failed (1).
 REFUSED = 2

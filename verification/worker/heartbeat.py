@@ -70,7 +70,8 @@ def hold(verification_id) -> None:
 
 def beat() -> None:
     """Say this process is alive, and touch every run held now or since the last beat."""
-    from verification import cpu, services
+    from verification import services
+    from verification.worker import cpu
 
     with _lock:
         ids = set(_holding) | _recent

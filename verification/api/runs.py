@@ -16,14 +16,10 @@ from ninja import Field, NinjaAPI, Query, Schema
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.responses import Status
 
-from verification import api_uploads, limits, ownership, providers, selectors, services, tasks
-from verification.api_steps import steps
-from verification.forms import VerificationForm
-from verification.models import FINISHED, Verification
-from verification.models import Status as RunState
-from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
-from verification.pipeline.types import RefusedAddress, StepError
-from verification.schemas import (
+from verification import selectors, services, tasks
+from verification.access import limits, ownership
+from verification.api import uploads as api_uploads
+from verification.api.schemas import (
     BODY_ERRORS,
     SPENDING_ERRORS,
     Band,
@@ -33,8 +29,15 @@ from verification.schemas import (
     ScoreRule,
     VerificationResult,
 )
+from verification.api.steps import steps
+from verification.clients import providers
+from verification.inputs.forms import VerificationForm
+from verification.models import FINISHED, Verification
+from verification.models import Status as RunState
+from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
+from verification.pipeline.types import RefusedAddress, StepError
 from verification.scoring import DEFAULT_RULE
-from verification.viewstate import ViewState, parse_ids
+from verification.selectors.viewstate import ViewState, parse_ids
 
 api = NinjaAPI(
     title="factsite API",

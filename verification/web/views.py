@@ -13,11 +13,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from verification import limits, ownership, providers, reports, selectors, services, tasks
-from verification.examples import EXAMPLES, example_text
-from verification.forms import DEFAULT_SETTINGS, VerificationForm
+from verification import selectors, services, tasks
+from verification.access import limits, ownership
+from verification.clients import providers
+from verification.inputs.forms import DEFAULT_SETTINGS, VerificationForm
 from verification.models import Verification
-from verification.viewstate import ViewState
+from verification.selectors.viewstate import ViewState
+from verification.web import reports
+from verification.web.examples import EXAMPLES, example_text
 
 
 @require_http_methods(["GET", "POST"])

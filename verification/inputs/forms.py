@@ -3,8 +3,9 @@
 from django import forms
 from django.conf import settings
 
-from verification import documents, domain_lists, providers
-from verification.documents import EVIDENCE_MODES, EVIDENCE_SWITCHED_FROM, DocumentDraft, looks_binary
+from verification.clients import providers
+from verification.inputs import documents, domain_lists
+from verification.inputs.documents import EVIDENCE_MODES, EVIDENCE_SWITCHED_FROM, DocumentDraft, looks_binary
 from verification.pipeline import segment
 from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
 from verification.pipeline.types import SegmentedSentence

@@ -1,12 +1,12 @@
-"""Template helpers of the reports: Markdown escapes (verification/reports.py says why each is
+"""Template helpers of the reports: Markdown escapes (verification/web/reports.py says why each is
 needed) and the HTML footnotes."""
 
 from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from verification import reports
 from verification.selectors.report import Footnote
+from verification.web import reports
 
 register = template.Library()
 

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.core.validators import URLValidator
 
-from verification import providers
+from verification.clients import providers
 from verification.pipeline import lazy
 from verification.pipeline.urls import UnsafeAddress, parse_web_address
 

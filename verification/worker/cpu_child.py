@@ -39,7 +39,7 @@ def call_with_time_limit(seconds: float, function, /, *args, **kwargs):
     hostile document (a PDF that inflates to gigabytes of drawing, a page built to make a parser
     backtrack) fails alone, and this process goes on with the next call. Python code stops at
     once; code that is inside C at that moment stops when it comes back (the pool's owner ends
-    the process if that takes too long: see verification.cpu)."""
+    the process if that takes too long: see verification.worker.cpu)."""
 
     def time_is_up(signum, frame):
         raise TookTooLong(seconds)
@@ -53,14 +53,14 @@ def call_with_time_limit(seconds: float, function, /, *args, **kwargs):
 
 
 def init(embedding_model: str | None, parent_pid: int, warming=None) -> None:
-    """The pool's initializer (see verification.cpu). `warming`, a semaphore shared by the
-    pool's processes, bounds how many of them load at once (see verification.cpu)."""
+    """The pool's initializer (see verification.worker.cpu). `warming`, a semaphore shared by the
+    pool's processes, bounds how many of them load at once (see verification.worker.cpu)."""
     global loading
     _yield_cpu()
     threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), name="parent-watch", daemon=True).start()
     with warming or contextlib.nullcontext():
         started = time.monotonic()
-        from verification import cpu  # the heavy imports, now at low priority
+        from verification.worker import cpu  # the heavy imports, now at low priority
 
         cpu.prepare_process(embedding_model)
         loading = (started, time.monotonic())

@@ -10,11 +10,12 @@ from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 from pydantic import AfterValidator, field_validator
 
-from verification import providers, services
+from verification import services
+from verification.api.schemas import BODY_ERRORS, SPENDING_ERRORS, Band, Error, ScoreRule, SourceTypeValue, VerdictValue
+from verification.clients import providers
 from verification.pipeline import categorize, decompose, extract, judge, lazy, search, segment
 from verification.pipeline.types import EvidenceToJudge, SegmentedSentence
 from verification.pipeline.urls import UnsafeAddress, parse_web_address
-from verification.schemas import BODY_ERRORS, SPENDING_ERRORS, Band, Error, ScoreRule, SourceTypeValue, VerdictValue
 from verification.scoring import DEFAULT_RULE, EvidenceRecord, Tally, compute_scores
 
 steps = Router(tags=["steps"])

@@ -21,9 +21,9 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import TypeVar
 
-from verification import cpu_child
 from verification.pipeline import lazy
 from verification.pipeline.types import FetchedDocument, PageSentences, Passage
+from verification.worker import cpu_child
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ _lock = threading.Lock()
 # Set once every process of the current pool has loaded what it needs (see `_get_pool`).
 _warm = threading.Event()
 
-# --- in the pool's processes (verification.cpu_child.init runs first)
+# --- in the pool's processes (verification.worker.cpu_child.init runs first)
 
 
 def prepare_process(embedding_model: str | None) -> None:

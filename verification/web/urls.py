@@ -1,6 +1,6 @@
 from django.urls import path
 
-from verification import views
+from verification.web import views
 
 app_name = "verification"
 urlpatterns = [

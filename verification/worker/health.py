@@ -8,7 +8,7 @@ Both are answered by the first middleware, before the allowed-hosts check and th
 a healthcheck asks for them on 127.0.0.1 over plain http. They say only ok or down (the error
 goes to the log), so they tell a stranger nothing about the deployment.
 
-`python -m verification.health web|worker|beat` is each container's healthcheck: the web server's
+`python -m verification.worker.health web|worker|beat` is each container's healthcheck: the web server's
 two endpoints answer 200; a `celery worker` of this host has beaten (its WorkerProcess row, every
 5 s); `celery beat` has ticked lately (BeatScheduler touches a file beside its schedule)."""
 
@@ -191,8 +191,9 @@ def web_is_healthy(base_url: str) -> str | None:
 
 def worker_is_healthy() -> str | None:
     """None when a `celery worker` of this host (its container) has beaten lately."""
-    from verification import heartbeat, services
+    from verification import services
     from verification.models import WorkerProcess
+    from verification.worker import heartbeat
 
     alive = services.worker_processes_alive(gone_after=timedelta(seconds=heartbeat.GONE_AFTER_S)).filter(
         name__startswith=f"{socket.gethostname()}:", kind=WorkerProcess.Kind.CELERY
@@ -212,7 +213,7 @@ def beat_is_healthy() -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    usage = "usage: python -m verification.health web [BASE_URL] | worker | beat"
+    usage = "usage: python -m verification.worker.health web [BASE_URL] | worker | beat"
     if not argv or argv[0] not in ("web", "worker", "beat"):
         print(usage, file=sys.stderr)
         return 2

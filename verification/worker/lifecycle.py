@@ -14,8 +14,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from verification import cpu
 from verification.pipeline import lazy
+from verification.worker import cpu
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from ninja import Field, Schema
 
-from verification.documents import EVIDENCE_MODES
+from verification.inputs.documents import EVIDENCE_MODES
 from verification.models import ClaimStatus, SourceType, Status, Verdict
 from verification.scoring import NO_CLAIM, OUTCOMES, PENDING, SCORE_RULES
 from verification.selectors import PROBLEM_STEPS

@@ -1,0 +1,1 @@
+"""Who may do what: a run's owner, and what one client may spend."""

@@ -1,0 +1,1 @@
+"""The REST API (django-ninja): runs, step endpoints, uploads, schemas."""

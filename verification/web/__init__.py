@@ -1,0 +1,1 @@
+"""The pages: views, URLs, reports to download, examples, template tags."""
