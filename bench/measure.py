@@ -22,12 +22,13 @@ POLL_S = 0.02
 
 
 def submit(text: str, mode: str):
-    from verification import services, tasks
+    from verification import services
     from verification.inputs.forms import DEFAULT_SETTINGS
+    from verification.worker import start
 
     settings = {**DEFAULT_SETTINGS, "model": "bench-model", "retrieval_mode": mode}
     verification = services.verification_create(text=text, settings=settings)
-    tasks.enqueue_verification(verification)
+    start.enqueue_verification(verification)
     return verification
 
 

@@ -77,8 +77,9 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from verification import services, tasks
+    from verification import services
     from verification.models import Evidence, Verification
+    from verification.worker import start
 
     settings = {
         "model": "fake-model",
@@ -92,7 +93,7 @@ def main() -> None:
     for number, text in enumerate(answers, start=1):
         first = len(llm.requests)
         verification = services.verification_create(text=text, settings=settings)
-        tasks.enqueue_verification(verification)
+        start.enqueue_verification(verification)
         deadline = time.monotonic() + 120
         while Verification.objects.get(pk=verification.pk).status not in ("done", "failed"):
             if time.monotonic() > deadline:

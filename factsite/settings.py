@@ -1,5 +1,5 @@
 """The only settings module. Everything configurable comes from environment variables
-(documented in README.md and .env.example); the defaults run on a laptop with nothing installed."""
+(each documented in docs/configuration.md, and .env.example); the defaults run on a laptop with nothing installed."""
 
 import os
 import secrets
@@ -247,7 +247,7 @@ RUN_TIMEOUT = env.int("RUN_TIMEOUT", default=1800)
 # `manage.py cleanup` deletes runs that finished more than this many days ago; 0 keeps them all.
 RUN_RETENTION_DAYS = env.int("RUN_RETENTION_DAYS", default=30)
 
-# --- Limits: what one client may ask of the server (README, "Limits"). 0 turns a limit off.
+# --- Limits: what one client may ask of the server (docs/api.md, "Limits"). 0 turns a limit off.
 # Runs one client address may start per hour, counted from the runs in the database (so across
 # web processes, and with the cache down); the command line counts as one client.
 RUNS_PER_HOUR = env.int("RUNS_PER_HOUR", default=30)
@@ -268,7 +268,7 @@ MAX_DOCUMENTS = env.int("MAX_DOCUMENTS", default=10)
 MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=10 * 2**20)
 
 
-# --- HTTPS and security headers (README, "Deploying"). Off by default, so `runserver` and
+# --- HTTPS and security headers (docs/deploying.md). Off by default, so `runserver` and
 # docker-compose over plain http work on a fresh clone (a secure-only CSRF cookie would never
 # come back over http, and every form would fail). Served over https, set DJANGO_HTTPS=1 and
 # HSTS; `manage.py check --deploy` then has nothing to warn about.

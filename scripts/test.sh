@@ -58,6 +58,14 @@ if [ $want_postgres = 1 ] && [ -z "$pg_bin" ]; then
   want_postgres=0
 fi
 
+# The code's shape and style fail the run as a test would: ruff's rules, and the import
+# contracts in pyproject.toml (layers, no circles, a pipeline without Django).
+if [ $names_tests = 0 ] && [ $postgres_only = 0 ]; then
+  echo "--- ruff and import-linter"
+  .venv/bin/ruff check . && .venv/bin/ruff format --check . >/dev/null && .venv/bin/lint-imports --no-cache >/dev/null ||
+    { .venv/bin/ruff format --check . ; .venv/bin/lint-imports --no-cache; echo "ruff or import-linter failed (above)." >&2; exit 1; }
+fi
+
 status=0
 if [ $postgres_only = 0 ]; then
   DATABASE_URL= .venv/bin/python -m pytest "$@" || status=$?

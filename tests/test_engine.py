@@ -353,7 +353,8 @@ def test_a_host_the_answer_left_out_is_asked_about_again_on_its_own(client, worl
 
 
 def test_a_run_whose_model_was_removed_fails_with_a_readable_reason(client, world, celery_worker):
-    from verification import services, tasks
+    from verification import services
+    from verification.worker import start
 
     verification = services.verification_create(
         text="Water boils at 100 degrees Celsius at sea level.",
@@ -365,7 +366,7 @@ def test_a_run_whose_model_was_removed_fails_with_a_readable_reason(client, worl
             "context_size": 1,
         },
     )
-    tasks.enqueue_verification(verification)
+    start.enqueue_verification(verification)
     result = wait_for(client, verification.pk)
 
     assert result["status"] == "failed"

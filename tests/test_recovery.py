@@ -23,6 +23,7 @@ import requests
 from django.core.cache import cache
 from django.utils import timezone
 
+from factsite.celery import app as celery_app
 from tests.conftest import MODEL, free_port
 from tests.processes import READY_WITHIN_S, wait_until
 from verification import selectors, services, tasks
@@ -39,7 +40,7 @@ from verification.models import (
     Verification,
 )
 from verification.pipeline.types import ClaimDraft
-from verification.worker import heartbeat
+from verification.worker import base, categorize, heartbeat
 
 TEXT = "The Eiffel Tower is in Paris, France. It was completed in 1889. It is made of steel.\n\nI hope this helps!"
 ONE_SENTENCE = "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."
@@ -401,6 +402,8 @@ class Inline:
         self.ran: Counter[str] = Counter()  # tasks run, by name
 
     def send(self, task, *args, countdown: float = 0) -> None:
+        if isinstance(task, str):  # the steps send each other by name (worker/base.send)
+            task = celery_app.tasks[base.TASK_PREFIX + task]
         self.queue.append((task, args))  # queued in order: the countdown is not waited for
 
     def run_all(self) -> None:
@@ -419,7 +422,7 @@ class Inline:
 def inline(world, settings, monkeypatch):
     settings.CPU_PROCESSES = 0
     queue = Inline()
-    monkeypatch.setattr(tasks, "send", queue.send)
+    monkeypatch.setattr(base, "send", queue.send)
     monkeypatch.setattr(heartbeat, "hold", lambda verification_id: None)  # touched_at is the test's to set
     return queue
 
@@ -463,9 +466,9 @@ def test_a_source_typed_from_the_hosts_known_type_after_its_pages_were_read_fini
     world, inline, monkeypatch
 ):
     HostCategory.objects.bulk_create([HostCategory(host=host(site), source_type="wiki") for site in world.sites])
-    typing = tasks._categorize
+    typing = categorize.type_sources
     late = []
-    monkeypatch.setattr(tasks, "_categorize", lambda sources, **options: late.extend(sources))
+    monkeypatch.setattr(categorize, "type_sources", lambda sources, **options: late.extend(sources))
     verification = inline.start(ONE_SENTENCE)
     inline.run_all()  # every page read and judged, no source typed yet
     assert len(late) > 1

@@ -158,11 +158,11 @@ def test_zero_turns_a_spending_limit_off(client, configured, settings, setting):
 
 @pytest.mark.django_db
 def test_the_daily_cleanup_forgets_spending_no_window_counts(configured):
-    from verification import tasks
+    from verification.worker import resume
 
     spent_earlier("gone", "step", minutes_ago=90)
     spent_earlier("recent", "step", minutes_ago=10)
 
-    tasks.delete_old_runs()
+    resume.delete_old_runs()
 
     assert list(Spending.objects.values_list("client", flat=True)) == ["recent"]

@@ -16,7 +16,7 @@ from ninja import Field, NinjaAPI, Query, Schema
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.responses import Status
 
-from verification import selectors, services, tasks
+from verification import selectors, services
 from verification.access import limits, ownership
 from verification.api import uploads as api_uploads
 from verification.api.schemas import (
@@ -38,6 +38,7 @@ from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
 from verification.pipeline.types import RefusedAddress, StepError
 from verification.scoring import DEFAULT_RULE
 from verification.selectors.viewstate import ViewState, parse_ids
+from verification.worker import resume, start
 
 api = NinjaAPI(
     title="factsite API",
@@ -200,7 +201,7 @@ def verification_create(request: HttpRequest):
         documents=form.documents,
         segments=form.segments,
     )
-    tasks.enqueue_verification(verification)
+    start.enqueue_verification(verification)
     created = {
         "id": str(verification.pk),
         "status": verification.status,
@@ -262,7 +263,7 @@ def verification_retry(request: HttpRequest, verification_id: uuid.UUID):
         return Status(409, {"detail": "The run is still going: retry it once it has finished."})
     if verification.status == RunState.CANCELLED:
         return Status(409, {"detail": "The run was cancelled: start it again with Edit text instead."})
-    retried = tasks.retry_failed(verification.pk)
+    retried = resume.retry_failed(verification.pk)
     if not retried:
         return Status(
             409,

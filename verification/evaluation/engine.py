@@ -1,7 +1,7 @@
 """What an evaluation asks of factsite's engine, and what it keeps of each answer.
 
 - Whole runs (favabench): each text becomes a run exactly as `manage.py verify` makes one (the
-  form, services.verification_create, tasks.enqueue_verification: Celery workers on Redis when
+  form, services.verification_create, worker.start.enqueue_verification: Celery workers on Redis when
   REDIS_URL is set, the embedded worker otherwise), several at once; a finished run is read back
   through selectors, so every sentence's credibility comes from the scoring module.
 - The judge step alone (claim-stance): one call of pipeline/judge.py per (claim, evidence) pair,
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils import timezone
 
-from verification import selectors, services, tasks
+from verification import selectors, services
 from verification.access import limits
 from verification.clients import providers
 from verification.inputs.forms import VerificationForm
@@ -24,6 +24,7 @@ from verification.models import FINISHED, Verification
 from verification.pipeline import judge
 from verification.pipeline.types import EvidenceToJudge, StepError
 from verification.selectors.viewstate import ViewState
+from verification.worker import start
 
 # Form fields of the run settings an evaluation sets (the rest keep the form's defaults).
 SETTING_FIELDS = ("model", "retrieval_mode", "top_k_results", "top_k_passages", "context_size")
@@ -84,7 +85,7 @@ def _start(job: TextJob) -> tuple[Verification | None, str]:
         client=limits.client_key(limits.EVALUATE_ADDRESS),
         segments=form.segments,
     )
-    tasks.enqueue_verification(verification)
+    start.enqueue_verification(verification)
     return verification, ""
 
 

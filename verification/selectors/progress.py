@@ -1,7 +1,6 @@
 """How far a run has gone, and what failed in it."""
 
 from collections import Counter
-from datetime import timedelta
 
 from django.db.models import Count, Exists, OuterRef, Q
 
@@ -17,7 +16,6 @@ from verification.models import (
     Verification,
 )
 from verification.selectors.records import once_finished
-from verification.worker import heartbeat
 
 
 def run_is_starting(verification: Verification) -> bool:
@@ -25,7 +23,7 @@ def run_is_starting(verification: Verification) -> bool:
     model): its owner, or, before a worker took it, every live worker."""
     if verification.status in FINISHED:
         return False
-    alive = services.worker_processes_alive(gone_after=timedelta(seconds=heartbeat.GONE_AFTER_S))
+    alive = services.worker_processes_alive()
     if verification.owner:
         return alive.filter(name=verification.owner, warm_at__isnull=True).exists()
     return alive.exists() and not alive.filter(warm_at__isnull=False).exists()

@@ -9,7 +9,7 @@ from verification.services.rows import transition
 
 def verification_cancel(verification_id) -> bool:
     """Stops a run under way: its queued tasks find it cancelled and end without spending
-    (tasks._hold); what it found so far stays. False when it had already ended."""
+    (worker/base.hold); what it found so far stays. False when it had already ended."""
     return transition(
         Verification.objects.filter(pk=verification_id).exclude(status__in=FINISHED),
         to=Status.CANCELLED,

@@ -9,6 +9,11 @@ from verification.models import (
     WorkerProcess,
 )
 
+# A process that runs tasks beats this often (worker/heartbeat.py); one that has not beaten for
+# GONE_AFTER_S is gone: three beats missed.
+BEAT_INTERVAL_S = 5.0
+GONE_AFTER_S = 3 * BEAT_INTERVAL_S
+
 
 def worker_process_beat(name: str, *, embedded: bool, warm: bool) -> None:
     now = timezone.now()
@@ -20,7 +25,7 @@ def worker_process_beat(name: str, *, embedded: bool, warm: bool) -> None:
         WorkerProcess.objects.filter(name=name, warm_at__isnull=True).update(warm_at=now)
 
 
-def worker_processes_alive(*, gone_after: timedelta) -> QuerySet:
+def worker_processes_alive(*, gone_after: timedelta = timedelta(seconds=GONE_AFTER_S)) -> QuerySet:
     return WorkerProcess.objects.filter(beat_at__gte=timezone.now() - gone_after)
 
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from verification import selectors, services, tasks
+from verification import selectors, services
 from verification.access import limits, ownership
 from verification.clients import providers
 from verification.inputs.forms import DEFAULT_SETTINGS, VerificationForm
@@ -21,6 +21,7 @@ from verification.models import Verification
 from verification.selectors.viewstate import ViewState
 from verification.web import reports
 from verification.web.examples import EXAMPLES, example_text
+from verification.worker import resume, start
 
 
 @require_http_methods(["GET", "POST"])
@@ -52,7 +53,7 @@ def home(request: HttpRequest) -> HttpResponse:
         documents=form.documents,
         segments=form.segments,
     )
-    tasks.enqueue_verification(verification)
+    start.enqueue_verification(verification)
     # An edited run opens in the view its earlier run was edited from (its rule, its types left out).
     view = _carried_view(request.POST.get("view", "")) if edited_from else ""
     result = redirect(reverse("verification:result", args=[verification.pk]) + view)
@@ -161,7 +162,7 @@ def retry(request: HttpRequest, verification_id) -> HttpResponse:
     verification = _verification(verification_id)
     if not ownership.may_retry(request, verification):
         return HttpResponseForbidden(ownership.RETRY_REFUSED, content_type="text/plain; charset=utf-8")
-    tasks.retry_failed(verification.pk)
+    resume.retry_failed(verification.pk)
     # The viewer's selection survives, re-parsed: the form field is never echoed as it came.
     state = ViewState.from_query(QueryDict(request.POST.get("query", "").lstrip("?")[:4000]))
     return redirect(reverse("verification:result", args=[verification.pk]) + state.query())

@@ -14,16 +14,14 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import TypeVar
 
-from verification.pipeline import lazy
-from verification.pipeline.types import FetchedDocument, PageSentences, Passage
-from verification.worker import cpu_child
+from verification.worker import cpu_child, cpu_work
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -34,64 +32,11 @@ _lock = threading.Lock()
 # Set once every process of the current pool has loaded what it needs (see `_get_pool`).
 _warm = threading.Event()
 
-# --- in the pool's processes (verification.worker.cpu_child.init runs first)
-
-
-def prepare_process(embedding_model: str | None) -> None:
-    # Each model runs on one thread per process (clients/embeddings.py): the pool is as wide as
-    # the machine. torch is not imported here: the default ONNX backend needs none of it.
-    _warm_up(embedding_model)
-
-
-WARM_UP_PAGE = FetchedDocument(
-    url="about:warm-up",
-    final_url="about:warm-up",
-    content_type="text/html",
-    charset="utf-8",
-    body=b"<html><head><title>Warm-up</title></head><body><article><p>A first page read by this process "
-    b"loads the parser and the sentence splitter.</p><p>It also runs the model once.</p></article></body></html>",
-)
-
-
-def _warm_up(embedding_model: str | None) -> None:
-    """Load the model and run every step once on a tiny page, so a new process's first real
-    page does not pay for lazy imports and first-call setup."""
-    try:
-        page = read_page(WARM_UP_PAGE)
-        if embedding_model:
-            choose_excerpts(
-                ["The model runs once."], page.sentences, top_k=1, context=0, embedding_model=embedding_model
-            )
-    except Exception:  # a warm-up that fails must not break the pool; real pages will tell
-        logger.exception("warming up a CPU process failed")
-
-
-# The pipeline's parsing and ranking are imported in the functions that the pool's processes
-# run: the process that only hands work over (the web server) starts without them (seconds).
-
-
-def read_page(document: FetchedDocument, *, pdf_max_pages: int | None = None) -> PageSentences:
-    extract, passages = lazy.load("verification.pipeline.extract"), lazy.load("verification.pipeline.passages")
-    pages = extract.PDF_MAX_PAGES if pdf_max_pages is None else pdf_max_pages
-    return passages.split_page(extract.read_document(document, pdf_max_pages=pages))
-
-
-def choose_excerpts(
-    claims: Sequence[str], sentences: Sequence[str], *, top_k: int, context: int, embedding_model: str | None
-) -> list[Passage | None]:
-    """Each claim's evidence from one page: its best passages as one excerpt, or None. All the
-    claims waiting for a page in one call, so the page is tokenised once."""
-    passages = lazy.load("verification.pipeline.passages")
-    embeddings = lazy.load("verification.clients.embeddings")
-    embedder = embeddings.shared_embedder(embedding_model) if embedding_model else None
-    corpus = passages.Corpus(sentences)
-    return [
-        passages.page_excerpt(passages.select_passages(claim, corpus, top_k=top_k, context=context, embedder=embedder))
-        for claim in claims
-    ]
-
-
 # --- in the worker
+
+# What the pool runs (re-exported: callers hand these to `run`).
+read_page = cpu_work.read_page
+choose_excerpts = cpu_work.choose_excerpts
 
 
 TookTooLong = cpu_child.TookTooLong
@@ -207,7 +152,7 @@ def is_warm() -> bool:
 
 def _warm_here(embedding_model: str | None) -> None:
     if embedding_model:
-        _warm_up(embedding_model)
+        cpu_work.warm_up(embedding_model)
     _warm.set()
 
 

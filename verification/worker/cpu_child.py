@@ -60,9 +60,9 @@ def init(embedding_model: str | None, parent_pid: int, warming=None) -> None:
     threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), name="parent-watch", daemon=True).start()
     with warming or contextlib.nullcontext():
         started = time.monotonic()
-        from verification.worker import cpu  # the heavy imports, now at low priority
+        from verification.worker import cpu_work  # the heavy imports, now at low priority
 
-        cpu.prepare_process(embedding_model)
+        cpu_work.prepare_process(embedding_model)
         loading = (started, time.monotonic())
 
 

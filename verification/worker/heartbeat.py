@@ -19,11 +19,11 @@ from contextlib import contextmanager
 
 from django.db import connection
 
+from verification.services.workers import BEAT_INTERVAL_S, GONE_AFTER_S  # noqa: F401 (GONE_AFTER_S: part of this API)
+
 logger = logging.getLogger(__name__)
 
-INTERVAL_S = 5.0
-# A process that has not beaten for this long is gone: three beats missed.
-GONE_AFTER_S = 3 * INTERVAL_S
+INTERVAL_S = BEAT_INTERVAL_S
 
 _lock = threading.Lock()
 _holding: Counter = Counter()  # run id → tasks of it running in this process now

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.datastructures import MultiValueDict
 
-from verification import selectors, services, tasks
+from verification import selectors, services
 from verification.access import limits
 from verification.clients import providers
 from verification.inputs.documents import EVIDENCE_MODES
@@ -31,6 +31,7 @@ from verification.scoring import (
     shown_percent,
 )
 from verification.selectors.viewstate import ViewState
+from verification.worker import start
 
 # The exit status when a limit refuses the run, told apart from a run that failed (1).
 REFUSED = 2
@@ -107,7 +108,7 @@ class Command(BaseCommand):
             documents=form.documents,
             segments=form.segments,
         )
-        tasks.enqueue_verification(verification)
+        start.enqueue_verification(verification)
         self.stderr.write(f"verification {verification.pk} started")
         try:
             verification = self._wait(verification, options["timeout"])

@@ -1,0 +1,108 @@
+"""Finding the claims of sentences: one LLM call for a chunk of sentences, streamed, each
+sentence's claims saved and searched as soon as the model has written them."""
+
+import logging
+
+from django.conf import settings
+
+from verification import services
+from verification.clients import providers
+from verification.clients.cache import cache_key, lookup, store
+from verification.models import (
+    Claim,
+    Sentence,
+)
+from verification.pipeline import decompose
+from verification.pipeline.types import (
+    StepError,
+)
+from verification.worker import base, chunks, joins
+
+logger = logging.getLogger(__name__)
+
+
+def _fail_sentences(sentence_ids, *, reason: str, transient: bool = True) -> None:
+    for sentence_id in sentence_ids:
+        _fail_sentence(sentence_id, reason=reason, transient=transient)
+
+
+def _fail_sentence(sentence_id, *, reason: str, transient: bool = True) -> None:
+    services.sentence_fail(sentence_id, reason=reason, transient=transient)
+    joins.after_sentence(Sentence.objects.get(pk=sentence_id))
+
+
+@base.step("finding the claims of sentences", give_up=_fail_sentences)
+def sentences_decompose(sentence_ids: list[int]) -> None:
+    """One LLM call for a chunk of sentences (decompose.chunks); each sentence's claims are
+    cached on their own, so an edited text asks again only about the sentences whose paragraph
+    changed."""
+    sentences = list(Sentence.objects.filter(pk__in=sentence_ids).select_related("verification").order_by("index"))
+    if not sentences:
+        return
+    base.hold(sentences[0].verification_id)
+    begun = [sentence for sentence in sentences if services.sentence_begin(sentence)]
+    # A redelivered task (its worker died while the model still wrote): the sentences whose
+    # claims were saved before go on with them, and only the others are asked about again.
+    decomposed = set(Claim.objects.filter(sentence__in=begun).values_list("sentence_id", flat=True))
+    for sentence in begun:
+        if sentence.pk in decomposed:
+            _claims_save(sentence, [])
+    begun = [sentence for sentence in begun if sentence.pk not in decomposed]
+    if not begun:
+        return
+    llm = providers.llm_client(begun[0].verification.settings["model"])
+    segmented = {sentence.pk: chunks.segmented(sentence) for sentence in begun}
+    keys = {
+        pk: cache_key("decompose", llm.base_url, llm.model, decompose.SYSTEM_PROMPT, decompose.build_prompt([s]))
+        for pk, s in segmented.items()
+    }
+    found = {pk: drafts for pk in keys if (drafts := lookup(keys[pk])) is not None}
+    services.usage_add(begun[0].verification_id, llm_cached=len(found))
+    for sentence in begun:
+        if sentence.pk in found:
+            _claims_save(sentence, found[sentence.pk])
+    unknown = {sentence.index: sentence for sentence in begun if sentence.pk not in found}
+    if not unknown:
+        return
+
+    def answered(index: int, drafts: list) -> None:
+        # As the model writes them: the first sentences' claims are searched while it writes
+        # the rest of the chunk.
+        sentence = unknown.pop(index)
+        store(keys[sentence.pk], drafts)
+        _claims_save(sentence, drafts)
+
+    asked = [segmented[sentence.pk] for sentence in unknown.values()]
+    try:
+        answers = decompose.decompose_chunk(llm, asked, on_sentence=answered)
+    except StepError as error:
+        answers = {}
+        _fail_sentences(
+            [sentence.pk for sentence in unknown.values()],
+            reason=f"finding claims failed: {error}",
+            transient=error.transient,
+        )
+    finally:
+        services.usage_add(begun[0].verification_id, usage=llm.usage)
+    if answers:
+        for sentence in unknown.values():
+            _fail_sentence(sentence.pk, reason=f"finding claims failed: {decompose.NOT_ANSWERED}")
+
+
+@base.step("finding the claims of a sentence", give_up=_fail_sentence)
+def sentence_decompose(sentence_id: int) -> None:
+    """The one-sentence form of sentences_decompose (messages queued before chunks existed)."""
+    sentences_decompose([sentence_id])
+
+
+def _claims_save(sentence: Sentence, drafts: list) -> None:
+    budget = settings.MAX_CLAIMS_PER_RUN
+    claims = services.claims_save(sentence=sentence, drafts=drafts, budget=budget)
+    if claims is None:
+        reason = f"skipped: this run's budget of {budget} claims (MAX_CLAIMS_PER_RUN) was spent"
+        # A retry finds the budget as spent as now.
+        return _fail_sentence(sentence.pk, reason=reason, transient=False)
+    if not claims and services.sentence_finish(sentence.pk, note="no checkable claim in this sentence"):
+        joins.after_sentence(sentence)
+    for claim in claims:
+        base.send("claim_search", claim.pk)

@@ -1,0 +1,116 @@
+"""Runs that stopped moving: *Retry failed parts* (in place), and the sweeper, which resumes a
+run nobody is working on any more (Celery beat, or a timer in the embedded worker; see
+verification/tasks.py for when), and deletes runs past their retention."""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from factsite.celery import app
+from verification import services
+from verification.access import limits
+from verification.models import (
+    FINISHED,
+    Sentence,
+    Verification,
+)
+from verification.pipeline import judge
+from verification.worker import base, categorize, chunks, heartbeat, joins, start
+
+logger = logging.getLogger(__name__)
+
+
+def retry_failed(verification_id) -> int:
+    """Re-queue only the failed items of a finished run, in place; returns how many."""
+    plan = services.verification_retry(verification_id)
+    if not plan.items:
+        return 0
+    start.take(verification_id, Verification.objects.get(pk=verification_id).settings)
+    requeue(plan)
+    # Source types known at once (rules, another run's answer) end nothing by themselves.
+    services.verification_finish(verification_id)
+    return plan.items
+
+
+@base.task
+def sweep() -> int:
+    """Resume every run nobody is working on any more (see the module's docstring); returns
+    how many. Runs that stayed silent for RUN_TIMEOUT in spite of that are failed with the
+    reason."""
+    silent_for = timedelta(seconds=settings.RUN_STALLED_AFTER)
+    if _queued_messages():
+        # Runs behind a backlog are silent too, but their tasks are only waiting: resuming them
+        # would queue each again (and a duplicate taken while the first still runs does the
+        # work twice). Only a much longer silence then means a task was lost. (A run whose
+        # owner stopped beating is resumed at once all the same.)
+        silent_for *= BACKLOG_PATIENCE
+    gone_after = timedelta(seconds=heartbeat.GONE_AFTER_S)
+    services.worker_processes_forget(gone_for=timedelta(days=1))
+    resumed = 0
+    for verification_id in services.verifications_stalled(silent_for=silent_for, gone_after=gone_after):
+        verification = services.verification_expire_if_stale(
+            Verification.objects.get(pk=verification_id), timeout_s=settings.RUN_TIMEOUT
+        )
+        owner = heartbeat.process_name() if settings.CELERY_EMBEDDED_WORKER else ""
+        if verification.status in FINISHED or not services.verification_claim_sweep(
+            verification_id, silent_for=silent_for, owner=owner
+        ):
+            continue
+        if start.refuse_other_configuration(verification):
+            continue
+        logger.warning("resuming %s: nobody has worked on it for a while", verification)
+        resume(verification_id)
+        resumed += 1
+    return resumed
+
+
+BACKLOG_PATIENCE = 5
+
+
+def _queued_messages() -> int:
+    """Messages waiting in the broker's default queue (0 when it cannot tell)."""
+    try:
+        with app.connection_for_read() as connection:
+            queue = connection.default_channel.queue_declare(queue=app.conf.task_default_queue, passive=True)
+            return queue.message_count
+    except Exception:  # no such queue yet, or the broker is away: behave as without a backlog
+        return 0
+
+
+@base.task
+def delete_old_runs() -> int:
+    """Runs older than RUN_RETENTION_DAYS go, with all their rows (Celery beat, daily), and the
+    spending rows no hourly limit counts any more."""
+    services.spending_forget_before(timezone.now() - limits.WINDOW)
+    return services.verifications_delete_older_than(settings.RUN_RETENTION_DAYS)
+
+
+def resume(verification_id) -> None:
+    """Enqueue a running run's unfinished items again and redo the joins that may have missed
+    their last arrival; finishes the run if nothing is left."""
+    plan = services.verification_resume_plan(verification_id)
+    requeue(plan, ask_types_again=True)
+    for claim_id in plan.judged:
+        joins.after_judging(claim_id)
+    for sentence in Sentence.objects.filter(pk__in=plan.settled):
+        if services.sentence_finish(sentence.pk):
+            joins.after_sentence(sentence)
+    services.verification_finish(verification_id)
+
+
+def requeue(plan: services.RetryPlan, *, ask_types_again: bool = False) -> None:
+    if plan.start:
+        base.send("verification_start", str(plan.verification_id))
+    for chunk in chunks.decompose_chunks(Sentence.objects.filter(pk__in=plan.sentences)):
+        base.send("sentences_decompose", chunk)
+    for claim_id in plan.searches:
+        base.send("claim_search", claim_id)
+    for source_id in [*plan.fetches, *plan.reads]:
+        base.send("source_fetch", source_id)
+    for batch in judge.pack(list(plan.judging.values())):
+        base.send("evidence_judge_batch", batch)
+    for claim_id in plan.rereads:
+        joins.maybe_judge(claim_id)
+    categorize.type_sources(plan.retypes, ask_again=ask_types_again)
