@@ -22,6 +22,13 @@ from verification.services.owners import (
     verification_cancel,
     verification_delete,
 )
+from verification.services.plans import (
+    UNFINISHED,
+    RetryPlan,
+    verification_resume_plan,
+    verification_retry,
+    verification_retryable,
+)
 from verification.services.rows import (
     LEFT_OUT_KEY,
     claim_begin_search,
@@ -48,8 +55,6 @@ from verification.services.rows import (
 )
 from verification.services.runs import (
     NO_EVIDENCE_JUDGED,
-    UNFINISHED,
-    RetryPlan,
     first_failure,
     last_activity,
     progress_record,
@@ -61,9 +66,6 @@ from verification.services.runs import (
     verification_fail,
     verification_finish,
     verification_needs_record,
-    verification_resume_plan,
-    verification_retry,
-    verification_retryable,
     verification_take,
     verifications_delete_older_than,
     verifications_stalled,
