@@ -140,6 +140,25 @@ CPU_TIME_LIMIT = env.float("CPU_TIME_LIMIT", default=30.0)
 # Sentences whose claims one LLM call finds (they share its paragraphs and instructions, and are
 # judged together); fewer for a small local model that loses track of long answers.
 DECOMPOSE_CHUNK_SENTENCES = max(1, env.int("DECOMPOSE_CHUNK_SENTENCES", default=10))
+
+# --- Trails: a text checked through the steps that made it (docs/trails.md; VeriTrail).
+# Not Fully Supported verdicts in a row after which a claim stops: 3 gave VeriTrail its best F1,
+# 1 its best recall of unsupported claims.
+TRAIL_Q = max(1, env.int("TRAIL_Q", default=3))
+# What one trail may hold: nodes, and characters of all its given texts together.
+TRAIL_MAX_NODES = env.int("TRAIL_MAX_NODES", default=500)
+TRAIL_MAX_CHARS = env.int("TRAIL_MAX_CHARS", default=5_000_000)
+# Distinct texts one claim may read on its way down (the latest verdict stands past it).
+TRAIL_MAX_NODE_VISITS = env.int("TRAIL_MAX_NODE_VISITS", default=40)
+# What one evidence-selection prompt may hold (a small local model has a small context): a
+# longer text is split over several prompts.
+TRAIL_PROMPT_CHARS = env.int("TRAIL_PROMPT_CHARS", default=12_000)
+TRAIL_PROMPT_SENTENCES = env.int("TRAIL_PROMPT_SENTENCES", default=150)
+# A text of more than TRAIL_RANK_ABOVE_SENTENCES sentences is ranked against the claim first and
+# only its TRAIL_RANK_TOP_K best sentences (with their neighbours) go to the model; 0 sends every
+# sentence, as VeriTrail does (several times the tokens).
+TRAIL_RANK_TOP_K = env.int("TRAIL_RANK_TOP_K", default=20)
+TRAIL_RANK_ABOVE_SENTENCES = env.int("TRAIL_RANK_ABOVE_SENTENCES", default=40)
 # No ack emulation on Redis: a message leaves the queue when a worker takes it, and what a dead
 # worker held is resumed from the database by the sweeper below. With emulation, a celery 5.7
 # worker that held unacknowledged messages when the Redis connection dropped exited

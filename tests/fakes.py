@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+from tests.trail_model import TrailTestModel
+from verification.pipeline import trail_select, trail_verdict
+
 STOPWORDS = set("a an the is are was were of in on at to for by and or it its this that with as from be been".split())
 NEGATIONS = re.compile(r"\b(not|never|no|false|myth|incorrect|wrong|untrue)\b", re.IGNORECASE)
 
@@ -249,6 +252,9 @@ class FakeLLM(LoopbackServer):
             "judgements": _judgements,
             "source_type": _source_type,
             "source_types": _source_types,
+            # A trail's steps, answered by what the prompt says (tests/trail_model.py).
+            "evidence_selection": TrailTestModel().select,
+            "trail_verdict": TrailTestModel().verdict,
         }
         payload = answers[kind](user)
         if kind == "source_types":
@@ -266,6 +272,10 @@ def _kind(request: dict, system: str) -> str:
     schema = (request.get("response_format") or {}).get("json_schema", {}).get("name")
     if schema:
         return schema
+    if system == trail_select.SYSTEM_PROMPT:
+        return "evidence_selection"
+    if system == trail_verdict.SYSTEM_PROMPT:
+        return "trail_verdict"
     if "atomic claims" in system:
         return "claims"
     if "Classify every host listed" in system:

@@ -275,3 +275,29 @@ def test_verify_refuses_a_source_that_is_not_a_document(world, tmp_path, monkeyp
 
     with pytest.raises(CommandError, match="photo.pdf is not a PDF, HTML, Markdown or text file"):
         call_command("verify", "--evidence", "documents", "--source", str(junk))
+
+
+def test_verify_checks_a_trail_and_names_the_step_each_unsupported_claim_entered_at(env, world, tmp_path):
+    out = tmp_path / "trail.json"
+    done = manage(env, "verify", "--trail", str(ROOT / "docs" / "examples" / "trail.json"), "--json", str(out))
+
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    verdicts = {claim["text"]: claim["verdict"] for claim in result["claims"]}
+    assert verdicts == {
+        "The Eiffel Tower opened in Paris in 1889.": "fully_supported",
+        "The tower was painted gold in 1920.": "not_fully_supported",
+        "The tower hosts a famous underwater aquarium.": "not_fully_supported",
+    }
+    assert "1 unsupported claim(s) entered at 'section summary'" in done.stdout
+    assert "entered at the final step" in done.stdout
+    assert world.serper.queries == []  # a trail is checked against its own texts, not the web
+
+
+def test_verify_refuses_an_invalid_trail_naming_the_node(env, tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"nodes": [{"id": "a", "text": "A.", "from": ["missing"]}]}))
+    done = manage(env, "verify", "--trail", str(path))
+
+    assert done.returncode == 1
+    assert "'missing'" in done.stderr and "node 'a'" in done.stderr

@@ -51,7 +51,7 @@ class TrailTestModel:
         self.usage = LLMUsage()
 
     def complete(self, *, system, user, schema_name, schema, parse, on_text=None):
-        answer = {"evidence_selection": self._select, "trail_verdict": self._verdict}[schema_name](user)
+        answer = {"evidence_selection": self.select, "trail_verdict": self.verdict}[schema_name](user)
         self.calls.append({"schema_name": schema_name, "system": system, "user": user, "answer": answer})
         self.usage.calls += 1
         # About four characters a token: enough to compare costs between runs.
@@ -62,7 +62,7 @@ class TrailTestModel:
     def calls_for(self, schema_name: str) -> list[dict[str, Any]]:
         return [call for call in self.calls if call["schema_name"] == schema_name]
 
-    def _select(self, user: str) -> Any:
+    def select(self, user: str) -> Any:
         claim = _claim(user)
         lines = _SENTENCE.findall(user)
         picked = [(number, text) for number, text in lines if selects(claim, text)]
@@ -74,7 +74,7 @@ class TrailTestModel:
             return f"Sentences: {', '.join(ids) or 'none'}\nSummary: {summary}"
         return {"sentence_ids": ids, "summary": summary}
 
-    def _verdict(self, user: str) -> Any:
+    def verdict(self, user: str) -> Any:
         claim = _claim(user)
         words = content_words(claim)
         supporting, contradicting = [], []

@@ -137,6 +137,9 @@ class Claim(models.Model):
     status = models.CharField(max_length=16, choices=ClaimStatus.choices, default=ClaimStatus.PENDING)
     error = models.TextField(blank=True)
     transient = models.BooleanField(default=True)
+    # A trail run's claim, once its trail ended (trail_loop.ClaimTrailResult as JSON: verdict,
+    # reasoning, stop, error stage, supported path, calls and tokens); empty otherwise.
+    trail = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["sentence_id", "index"]
@@ -144,6 +147,76 @@ class Claim(models.Model):
 
     def __str__(self) -> str:
         return self.text[:80]
+
+
+class TrailNode(models.Model):
+    """A text of a trail run: a source, an intermediate output or the final text (whose
+    sentences are the run's). Its `key` is the id the trail gave it; `inputs` the keys of the
+    texts it was written from."""
+
+    verification = models.ForeignKey(Verification, on_delete=models.CASCADE, related_name="trail_nodes")
+    index = models.PositiveIntegerField()
+    key = models.CharField(max_length=200)
+    text = models.TextField(blank=True)
+    # A document to read (a web address), when the trail gave no text.
+    url = models.TextField(blank=True)
+    inputs = models.JSONField(default=list)
+    step = models.CharField(max_length=200, blank=True)
+    stage = models.PositiveIntegerField()
+    # Whether its text is there: done for a given text, pending until a document is read.
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DONE)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["verification_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["verification", "key"], name="trail_node_unique_key")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class TrailRound(models.Model):
+    """One round of a claim's trail: the candidate nodes whose evidence was selected (one
+    TrailSelection each, in parallel) and the verdict on what they hold. Pending while its
+    selections run; running while its verdict is asked; done with the verdict."""
+
+    claim = models.ForeignKey(Claim, on_delete=models.CASCADE, related_name="trail_rounds")
+    index = models.PositiveIntegerField()
+    candidates = models.JSONField(default=list)
+    verdict = models.CharField(max_length=24, blank=True)
+    reasoning = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    calls = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["claim_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["claim", "index"], name="trail_round_unique_index")]
+
+    def __str__(self) -> str:
+        return f"round {self.index} of claim {self.claim_id}"
+
+
+class TrailSelection(models.Model):
+    """The evidence one node holds for a claim in one round (trail_select.NodeSelection as JSON)."""
+
+    round = models.ForeignKey(TrailRound, on_delete=models.CASCADE, related_name="selections")
+    position = models.PositiveIntegerField()
+    node_key = models.CharField(max_length=200)
+    result = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True)
+    transient = models.BooleanField(default=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["round_id", "position"]
+        constraints = [models.UniqueConstraint(fields=["round", "node_key"], name="trail_selection_unique_node")]
+
+    def __str__(self) -> str:
+        return f"{self.node_key} in round {self.round_id}"
 
 
 class Source(models.Model):

@@ -23,6 +23,7 @@ from verification.worker.read import source_fetch
 from verification.worker.resume import delete_old_runs, sweep
 from verification.worker.search import claim_search
 from verification.worker.start import verification_start
+from verification.worker.trail import trail_continue, trail_node_read, trail_select, trail_verdict
 
 __all__ = [
     "claim_search",
@@ -36,5 +37,9 @@ __all__ = [
     "sentences_decompose",
     "source_fetch",
     "sweep",
+    "trail_continue",
+    "trail_node_read",
+    "trail_select",
+    "trail_verdict",
     "verification_start",
 ]

@@ -30,6 +30,7 @@ from verification.api.schemas import (
     VerificationResult,
 )
 from verification.api.steps import steps
+from verification.api.trails import trails
 from verification.clients import providers
 from verification.inputs.forms import VerificationForm
 from verification.models import FINISHED, Verification
@@ -350,3 +351,4 @@ def not_found(request: HttpRequest, exc: Http404):
 
 
 api.add_router("/steps", steps)
+api.add_router("/trails", trails)

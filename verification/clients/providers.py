@@ -189,7 +189,8 @@ def run_needs(run_settings: dict) -> dict[str, str]:
     if choice is not None:
         needs[f"the server of the model {choice.name} (OPENAI_BASE_URL / LLM_MODELS)"] = _digest(choice.base_url)
         needs["OPENAI_API_KEY"] = _digest(settings.OPENAI_API_KEY)
-    if run_settings.get("evidence", "web") != "documents":
+    # Documents and trails read only what the user gave: no search.
+    if run_settings.get("evidence", "web") not in ("documents", "trail"):
         needs["SEARCH_PROVIDERS"] = _digest(",".join(search_provider_names()))
         for name in search_provider_names():
             for variable in _SEARCH_SETTINGS.get(name, ()):

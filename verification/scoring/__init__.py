@@ -58,6 +58,13 @@ from verification.scoring.counts import (
     shown_percent,
     valid_rule,
 )
+from verification.scoring.trails import (
+    TRAIL_VERDICT_LABELS,
+    TRAIL_VERDICTS,
+    UNSUPPORTED,
+    entered_words,
+    trail_score,
+)
 from verification.scoring.words import (
     explain,
     explain_sentence,
@@ -68,6 +75,11 @@ from verification.scoring.words import (
 )
 
 __all__ = [
+    "TRAIL_VERDICT_LABELS",
+    "TRAIL_VERDICTS",
+    "UNSUPPORTED",
+    "entered_words",
+    "trail_score",
     "BANDS",
     "BAND_LABELS",
     "DEFAULT_RULE",

@@ -4,7 +4,8 @@ redelivered task cannot do anything twice.
 
 Split by what they write: `runs` (a run's life), `rows` (sentences, claims, sources, evidence),
 `hosts` (source types per host), `documents` (the user's documents), `owners` (what a run's
-creator may do: cancel, delete), `spending` (the per-hour limits' rows) and `workers` (process rows).
+creator may do: cancel, delete), `spending` (the per-hour limits' rows), `workers` (process rows),
+`plans` (what a retry or a resume sends again) and `trails` (a trail run's nodes, rounds and selections).
 """
 
 from verification.services.documents import (
@@ -77,6 +78,20 @@ from verification.services.spending import (
     spending_forget_before,
     spending_undo,
 )
+from verification.services.trails import (
+    trail_claim_finish,
+    trail_claims_waiting,
+    trail_create,
+    trail_node_read,
+    trail_nodes_unread,
+    trail_retry_reset,
+    trail_round_judged,
+    trail_round_open,
+    trail_round_take_verdict,
+    trail_selection_begin,
+    trail_selection_fail,
+    trail_selection_save,
+)
 from verification.services.workers import (
     worker_process_beat,
     worker_processes_alive,
@@ -84,6 +99,18 @@ from verification.services.workers import (
 )
 
 __all__ = [
+    "trail_create",
+    "trail_node_read",
+    "trail_nodes_unread",
+    "trail_round_open",
+    "trail_selection_begin",
+    "trail_selection_save",
+    "trail_round_take_verdict",
+    "trail_selection_fail",
+    "trail_round_judged",
+    "trail_claim_finish",
+    "trail_retry_reset",
+    "trail_claims_waiting",
     "spending_add",
     "spending_forget_before",
     "spending_undo",

@@ -175,6 +175,9 @@ def verification_finish(verification_id) -> bool:
         return False
     status, error = Status.DONE, ""
     judged = Evidence.objects.filter(claim__sentence__verification_id=verification_id, status=Status.DONE)
+    if Verification.objects.filter(pk=verification_id, settings__evidence="trail").exists():
+        # A trail run judges no evidence items: a claim whose trail ended is its judged work.
+        judged = Claim.objects.filter(sentence__verification_id=verification_id, status=ClaimStatus.DONE)
     if not judged.exists():
         failure = first_failure(verification_id)
         if failure:

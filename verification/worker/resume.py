@@ -17,13 +17,15 @@ from verification.models import (
     Verification,
 )
 from verification.pipeline import judge
-from verification.worker import base, categorize, chunks, heartbeat, joins, start
+from verification.worker import base, categorize, chunks, heartbeat, joins, start, trail
 
 logger = logging.getLogger(__name__)
 
 
 def retry_failed(verification_id) -> int:
     """Re-queue only the failed items of a finished run, in place; returns how many."""
+    # A failed trail claim goes on from its finished rounds: its failed selections are asked again.
+    services.trail_retry_reset(verification_id)
     plan = services.verification_retry(verification_id)
     if not plan.items:
         return 0
@@ -92,6 +94,7 @@ def resume(verification_id) -> None:
     their last arrival; finishes the run if nothing is left."""
     plan = services.verification_resume_plan(verification_id)
     requeue(plan, ask_types_again=True)
+    trail.begin(verification_id)  # a trail run's documents not read yet
     for claim_id in plan.judged:
         joins.after_judging(claim_id)
     for sentence in Sentence.objects.filter(pk__in=plan.settled):

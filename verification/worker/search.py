@@ -34,6 +34,9 @@ def claim_search(claim_id: int) -> None:
         return
     # "documents": the run's own documents only, no search at all; "both": the web's and them.
     mode = claim.sentence.verification.settings.get("evidence", "web")
+    if mode == "trail":  # checked down the steps that made the text, not searched (worker/trail.py)
+        base.send("trail_continue", claim_id)
+        return
     hits = [] if mode == "documents" else _web_hits(claim)
     if hits is None:
         return

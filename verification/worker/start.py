@@ -12,7 +12,7 @@ from verification.models import (
     Verification,
 )
 from verification.pipeline import segment
-from verification.worker import base, chunks, embedded, heartbeat
+from verification.worker import base, chunks, embedded, heartbeat, trail
 
 logger = logging.getLogger(__name__)
 
@@ -70,5 +70,7 @@ def verification_start(verification_id: str) -> None:
     )
     if not sentences:
         services.verification_fail(verification_id, reason="the text has no sentences to check", transient=False)
+    if verification.settings.get("evidence") == "trail":
+        trail.begin(verification_id)  # its documents are read while its claims are found
     for chunk in chunks.decompose_chunks(s for s in sentences if s.status not in FINISHED):
         base.send("sentences_decompose", chunk)

@@ -1,4 +1,5 @@
-"""`python manage.py verify --file PATH [--json OUT]`: one whole verification from the terminal,
+"""`python manage.py verify --file PATH [--json OUT]`, or `--trail TRAIL.json` to check a text
+through the steps that made it (docs/trails.md): one whole verification from the terminal,
 through the same path as the web app (Celery workers on Redis when REDIS_URL is set, the
 embedded worker otherwise). It exits with 2 when a limit refuses the run (MAX_CLAIMS_PER_RUN,
 RUNS_PER_HOUR: the command line counts as one client), 1 on any other error."""
@@ -19,6 +20,7 @@ from verification.access import limits
 from verification.clients import providers
 from verification.inputs.documents import EVIDENCE_MODES
 from verification.inputs.forms import VerificationForm
+from verification.inputs.trails import TrailRefused, trail_from_json, trail_submission
 from verification.management.run_options import add_run_settings_arguments
 from verification.models import FINISHED, Verification
 from verification.scoring import (
@@ -30,6 +32,7 @@ from verification.scoring import (
     outcome_words,
     shown_percent,
 )
+from verification.selectors.trail_result import trail_result
 from verification.selectors.viewstate import ViewState
 from verification.worker import start
 
@@ -68,8 +71,19 @@ class Command(BaseCommand):
             "documents: only the --source documents, no search; both",
         )
         parser.add_argument("--timeout", type=float, default=900, help="give up waiting after this many seconds")
+        parser.add_argument(
+            "--trail",
+            metavar="TRAIL_JSON",
+            help="check the final text of this trail through the texts that made it (docs/trails.md), "
+            "instead of a text against the web",
+        )
+        parser.add_argument(
+            "--q", type=int, help="with --trail: Not Fully Supported verdicts in a row before a claim stops"
+        )
 
     def handle(self, *args, **options) -> None:
+        if options["trail"]:
+            return self._handle_trail(options)
         text = self._read_text(options["file"])
         form = VerificationForm(
             data={
@@ -108,22 +122,53 @@ class Command(BaseCommand):
             documents=form.documents,
             segments=form.segments,
         )
-        start.enqueue_verification(verification)
-        self.stderr.write(f"verification {verification.pk} started")
-        try:
-            verification = self._wait(verification, options["timeout"])
-        except KeyboardInterrupt:
-            raise CommandError(
-                f"interrupted: the run is left unfinished (a factsite server on this database resumes it; "
-                f"its result will be at /v/{verification.pk})",
-                returncode=INTERRUPTED,
-            ) from None
+        verification = self._run(verification, options["timeout"])
         result = selectors.verification_result(verification, ViewState(score_rule=options["score_rule"]))
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(result, indent=2, ensure_ascii=False))
         self.stdout.write(summary(result, verification))
         if result["status"] != "done":
             raise CommandError(f"the verification failed: {result['error']}")
+
+    def _handle_trail(self, options) -> None:
+        try:
+            submission = trail_submission(
+                trail_from_json(self._read_text(options["trail"])), model=options["model"], q=options["q"]
+            )
+        except TrailRefused as refusal:
+            raise CommandError(
+                str(refusal), returncode=REFUSED if "MAX_CLAIMS_PER_RUN" in str(refusal) else 1
+            ) from None
+        problems = providers.configuration_problems(submission.settings["model"], web_search=False)
+        if problems:
+            raise CommandError("\n".join(problems))
+        call_command("migrate", verbosity=0, interactive=False)
+        client = limits.client_key(limits.CLI_ADDRESS)
+        limited = limits.rate_limited(client)
+        if limited:
+            raise CommandError(limited.message(who="the command line"), returncode=REFUSED)
+        verification = services.trail_create(
+            trail=submission.trail, settings=submission.settings, segments=submission.segments, client=client
+        )
+        verification = self._run(verification, options["timeout"])
+        result = trail_result(verification)
+        if options["json_out"]:
+            Path(options["json_out"]).write_text(json.dumps(result, indent=2, ensure_ascii=False))
+        self.stdout.write(trail_summary(result))
+        if result["status"] != "done":
+            raise CommandError(f"the trail check failed: {result['error']}")
+
+    def _run(self, verification: Verification, timeout: float) -> Verification:
+        start.enqueue_verification(verification)
+        self.stderr.write(f"verification {verification.pk} started")
+        try:
+            return self._wait(verification, timeout)
+        except KeyboardInterrupt:
+            raise CommandError(
+                f"interrupted: the run is left unfinished (a factsite server on this database resumes it; "
+                f"its result will be at /v/{verification.pk})",
+                returncode=INTERRUPTED,
+            ) from None
 
     def _read_text(self, path: str | None) -> str:
         try:
@@ -215,4 +260,34 @@ def summary(result: dict, verification: Verification) -> str:
         f"LLM calls {usage['llm_calls']} ({usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
         f"completion tokens), web searches {usage['searches']}",
     ]
+    return "\n".join(lines)
+
+
+def trail_summary(result: dict) -> str:
+    """A trail run in the terminal: where unsupported claims entered first (what a pipeline's
+    builder fixes), then each sentence with its claims' verdicts and entry steps."""
+    summary = result["summary"]
+    lines = [f"Trail check {result['id']}: {result['status']}, {summary['claims']} claims"]
+    for entry in summary["entered_at"]:
+        lines.append(f"  {entry['count']} unsupported claim(s) entered at '{entry['step']}'")
+    if summary["entered_at_final_step"]:
+        lines.append(f"  {summary['entered_at_final_step']} unsupported claim(s) entered at the final step")
+    lines.append("")
+    claims = {(claim["sentence"], claim["index"]): claim for claim in result["claims"]}
+    for sentence in result["sentences"]:
+        lines.append(
+            f"[{sentence['band']:>6} {_percent(sentence['score'])}] S{sentence['index'] + 1}: {sentence['text']}"
+        )
+        for index in sentence["claims"]:
+            claim = claims[(sentence["index"], index)]
+            lines.append(f"    - {claim['text']}  [{claim['verdict_label']}]")
+            if claim["entered"]:
+                lines.append(f"      {claim['entered']['words']}")
+            elif claim["path"]:
+                lines.append(f"      supported down to: {', '.join(claim['path']['sources'])}")
+            elif claim["error"]:
+                lines.append(f"      ({claim['error']})")
+    usage = result["usage"]
+    tokens = f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens"
+    lines += ["", f"LLM calls {usage['llm_calls']} ({tokens})"]
     return "\n".join(lines)

@@ -1,0 +1,217 @@
+"""Trails end to end (issue 26): POST /api/trails → the Celery worker on real Redis → the fake LLM
+over real HTTP on 127.0.0.1, which answers the trail's steps by what each prompt says
+(tests/trail_model.py) → GET /api/trails/<id>."""
+
+import copy
+import json
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.fakes import FakePage, FakeSite
+from verification.models import Claim, TrailRound, TrailSelection, Verification
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# The example trail in the repository (docs/trails.md): one claim supported from the sources up,
+# one that entered at the section summary ("painted gold"), one at the final step ("aquarium").
+EXAMPLE = json.loads((ROOT / "docs" / "examples" / "trail.json").read_text())
+SOURCE_A = EXAMPLE["nodes"][0]["text"]
+
+
+def trail(source_a: dict | None = None) -> dict:
+    nodes = copy.deepcopy(EXAMPLE["nodes"])
+    if source_a is not None:
+        nodes[0] = source_a
+    return {"nodes": nodes}
+
+
+def start(client, body: dict) -> str:
+    response = client.post("/api/trails", body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def wait_for(client, run_id: str, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = client.get(f"/api/trails/{run_id}").json()
+        if result["status"] in ("done", "failed"):
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"trail run did not finish: {result['status']}")
+
+
+def by_text(result: dict) -> dict[str, dict]:
+    return {claim["text"]: claim for claim in result["claims"]}
+
+
+def test_each_planted_claim_gets_its_verdict_and_entry_step(client, world, celery_worker):
+    result = wait_for(client, start(client, {"trail": trail()}))
+
+    assert result["status"] == "done", result["error"]
+    claims = by_text(result)
+    opened = claims["The Eiffel Tower opened in Paris in 1889."]
+    assert opened["verdict"] == "fully_supported"
+    assert opened["entered"] is None
+    assert opened["path"]["sources"] == ["src-a"]
+    assert [r["candidates"] for r in opened["rounds"]][:2] == [["sum-1"], ["src-a", "src-b"]]
+
+    gold = claims["The tower was painted gold in 1920."]
+    assert gold["verdict"] == "not_fully_supported"
+    assert gold["entered"]["kind"] == "stage"
+    assert gold["entered"]["nodes"] == ["sum-1"] and gold["entered"]["steps"] == ["section summary"]
+    assert gold["entered"]["words"] == "entered at 'section summary', in 'sum-1': its inputs do not support it"
+
+    aquarium = claims["The tower hosts a famous underwater aquarium."]
+    assert aquarium["verdict"] == "not_fully_supported"
+    assert aquarium["entered"]["kind"] == "final_step"
+
+    assert result["summary"]["entered_at"] == [{"step": "section summary", "stage": 1, "count": 1}]
+    assert result["summary"]["entered_at_final_step"] == 1
+    assert [s["band"] for s in result["sentences"]] == ["green", "red", "red"]
+    assert result["score"] == pytest.approx(1 / 3)
+    assert result["usage"]["llm_calls"] > 0
+
+
+def test_the_nodes_of_a_round_are_each_selected_once_and_the_selection_holds_only_offered_ids(
+    client, world, celery_worker
+):
+    run_id = start(client, {"trail": trail()})
+    wait_for(client, run_id)
+
+    rounds = TrailRound.objects.filter(claim__sentence__verification_id=run_id)
+    assert all(r.status == "done" for r in rounds)
+    for selection in TrailSelection.objects.filter(round__in=rounds):
+        assert set(selection.result["sentence_ids"]) <= set(selection.result["sentences"]), selection.result
+    asked = world.llm.calls["evidence_selection"]
+    # One selection per (claim, node) visited, nothing asked twice: three claims, four visits each
+    # at most, minus the selections the cache answered.
+    assert asked == TrailSelection.objects.filter(round__in=rounds).count()
+
+
+def test_q_1_stops_a_claim_at_its_first_unsupported_round(client, world, celery_worker):
+    result = wait_for(client, start(client, {"trail": trail(), "q": 1}))
+
+    aquarium = by_text(result)["The tower hosts a famous underwater aquarium."]
+    assert [r["verdict"] for r in aquarium["rounds"]] == ["not_fully_supported"]
+    assert aquarium["stop"] == "not_supported_q_times"
+    result_q3 = wait_for(client, start(client, {"trail": trail(), "q": 3}))
+    assert len(by_text(result_q3)["The tower hosts a famous underwater aquarium."]["rounds"]) == 2
+
+
+def test_a_source_given_as_a_web_address_is_read_and_checked(client, world, celery_worker):
+    site = FakeSite(pages={"/report": FakePage(title="The tower", body=SOURCE_A)}).start()
+    try:
+        source = {"id": "src-a", "document": {"url": f"{site.url}/report"}, "from": [], "step": "source"}
+        result = wait_for(client, start(client, {"trail": trail(source)}))
+    finally:
+        site.stop()
+
+    assert site.hits["/report"] == 1
+    node = next(node for node in result["nodes"] if node["id"] == "src-a")
+    assert node["status"] == "done" and "opened in Paris in 1889" in node["text"]
+    assert by_text(result)["The Eiffel Tower opened in Paris in 1889."]["path"]["sources"] == ["src-a"]
+
+
+def test_a_source_that_cannot_be_read_says_why_and_the_run_still_ends(client, world, celery_worker):
+    site = FakeSite(pages={"/gone": FakePage(title="Gone", body="", status=403)}).start()
+    try:
+        source = {"id": "src-a", "document": {"url": f"{site.url}/gone"}, "from": [], "step": "source"}
+        result = wait_for(client, start(client, {"trail": trail(source)}))
+    finally:
+        site.stop()
+
+    assert result["status"] == "done"
+    node = next(node for node in result["nodes"] if node["id"] == "src-a")
+    assert node["status"] == "failed" and "403" in node["error"]
+    # Nothing in the sources states it now: the claim is no longer supported down to them.
+    assert by_text(result)["The Eiffel Tower opened in Paris in 1889."]["verdict"] == "not_fully_supported"
+
+
+def test_a_failed_selection_fails_its_claim_and_a_retry_goes_on_from_its_rounds(client, world, celery_worker):
+    world.llm.fail_words = {"Claim: The tower hosts": 500}  # its selections only, not the decomposition
+    run_id = start(client, {"trail": trail()})
+    result = wait_for(client, run_id)
+    aquarium = by_text(result)["The tower hosts a famous underwater aquarium."]
+    assert aquarium["status"] == "failed" and "selecting evidence in 'sum-1' failed" in aquarium["error"]
+    assert by_text(result)["The Eiffel Tower opened in Paris in 1889."]["verdict"] == "fully_supported"
+
+    world.llm.fail_words = {}
+    token = Verification.objects.get(pk=run_id)  # the run's creator retries it
+    assert token.status == "done"
+    response = client.post(f"/api/verifications/{run_id}/retry", content_type="application/json")
+    assert response.status_code in (200, 202), response.content
+    result = wait_for(client, run_id)
+
+    aquarium = by_text(result)["The tower hosts a famous underwater aquarium."]
+    assert aquarium["verdict"] == "not_fully_supported" and aquarium["entered"]["kind"] == "final_step"
+    claim = Claim.objects.get(sentence__verification_id=run_id, text=aquarium["text"])
+    assert claim.trail_rounds.filter(index=1).count() == 1  # round 1 was reopened, not duplicated
+
+
+@pytest.mark.parametrize(
+    ("nodes", "says"),
+    [
+        pytest.param(
+            [
+                {"id": "r", "text": "R is so.", "from": []},
+                {"id": "a", "text": "A is so.", "from": ["r", "b"]},
+                {"id": "b", "text": "B is so.", "from": ["a"]},
+                {"id": "f", "text": "F is so.", "from": ["a"]},
+            ],
+            "cycle",
+            id="cycle",
+        ),
+        pytest.param(
+            [{"id": "a", "text": "A is so.", "from": []}, {"id": "f", "text": "F is so.", "from": ["x"]}],
+            "'x'",
+            id="unknown-input",
+        ),
+        pytest.param(
+            [
+                {"id": "a", "text": "A is so.", "from": []},
+                {"id": "f1", "text": "F is so.", "from": ["a"]},
+                {"id": "f2", "text": "G is so.", "from": ["a"]},
+            ],
+            "final",
+            id="two-final-nodes",
+        ),
+        pytest.param(
+            [
+                {"id": "a", "text": "A is so.", "from": []},
+                {"id": "f", "document": {"url": "https://e.org/"}, "from": ["a"]},
+            ],
+            "needs its 'text'",
+            id="final-without-text",
+        ),
+        pytest.param(
+            [
+                {"id": "a", "document": {"url": "file:///etc/passwd"}, "from": []},
+                {"id": "f", "text": "F.", "from": ["a"]},
+            ],
+            "'a'",
+            id="unsafe-document",
+        ),
+    ],
+)
+def test_an_invalid_trail_is_refused_with_the_node_and_the_problem(client, configured, nodes, says):
+    response = client.post("/api/trails", {"trail": {"nodes": nodes}}, content_type="application/json")
+
+    assert response.status_code == 400, response.content
+    assert says in response.json()["detail"]
+    assert not Verification.objects.exists()
+
+
+def test_the_trail_format_is_in_the_openapi_document(client):
+    schema = client.get("/api/openapi.json").json()
+    body = schema["paths"]["/api/trails"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    trail_in = schema["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
+    node = trail_in["properties"]["trail"]["properties"]["nodes"]["items"]
+    assert {"id", "text", "document", "from", "step", "stage"} <= set(node["properties"])
+
+
+def test_a_run_that_is_not_a_trail_is_not_read_as_one(client, configured):
+    run = Verification.objects.create(text="Paris is in France.", settings={"evidence": "web"})
+    assert client.get(f"/api/trails/{run.pk}").status_code == 404

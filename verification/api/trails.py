@@ -1,0 +1,98 @@
+"""Trails in the API (issue 26): start a trail run, read its result. A trail's JSON Schema is the
+request body's `trail` in /api/openapi.json (pipeline/trail_graph.TRAIL_JSON_SCHEMA)."""
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, JsonResponse
+from ninja import Field, Router, Schema
+from ninja.responses import Status
+
+from verification import selectors, services
+from verification.access import limits, ownership
+from verification.api.schemas import BODY_ERRORS, Error, RunStatus
+from verification.clients import providers
+from verification.inputs.trails import MAX_Q, TrailRefused, trail_submission
+from verification.pipeline.trail_graph import TRAIL_JSON_SCHEMA
+from verification.selectors.trail_result import is_trail, trail_result
+from verification.worker import start
+
+trails = Router(tags=["trails"])
+
+
+class TrailIn(Schema):
+    model_config = {"extra": "forbid"}
+
+    trail: dict[str, Any] = Field(
+        description="The texts that made the final text: sources, intermediate outputs and the final text, each "
+        "naming the texts it was made from (docs/trails.md).",
+        json_schema_extra=TRAIL_JSON_SCHEMA,
+    )
+    model: str | None = Field(None, description="one of the server's models (LLM_MODELS); the first by default")
+    q: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_Q,
+        description="Not Fully Supported verdicts in a row after which a claim stops (TRAIL_Q by default)",
+    )
+
+
+class TrailCreated(Schema):
+    id: str = Field(json_schema_extra={"format": "uuid"})
+    status: RunStatus
+    permalink: str
+    result_url: str
+
+
+@trails.post("", response={201: TrailCreated, **BODY_ERRORS, 429: Error, 503: Error}, url_name="trail_create")
+def trail_create(request: HttpRequest, payload: TrailIn):
+    """Check a text through the steps that made it: each claim of the final text is followed down
+    the trail to the sources, and an unsupported one is traced to the step where it entered. It
+    runs in the background: poll `result_url` until `status` is `done` or `failed`."""
+    if ownership.header_token(request) == "":
+        return Status(400, {"detail": f"{ownership.TOKEN_RULE}, or be left out."})
+    try:
+        submission = trail_submission(payload.trail, model=payload.model, q=payload.q)
+    except TrailRefused as refusal:
+        return Status(400, {"detail": str(refusal)})
+    problems = providers.configuration_problems(submission.settings["model"], web_search=False)
+    if problems:
+        return Status(503, {"detail": " ".join(problems)})
+    client = limits.request_client(request)
+    limited = limits.rate_limited(client)
+    if limited:
+        response = JsonResponse({"detail": limited.message()}, status=429)
+        response["Retry-After"] = str(limited.retry_after)
+        return response
+    token = ownership.request_token(request) or ownership.new_token()
+    verification = services.trail_create(
+        trail=submission.trail,
+        settings=submission.settings,
+        segments=submission.segments,
+        client=client,
+        creator=ownership.creator_key(token),
+    )
+    start.enqueue_verification(verification)
+    created = {
+        "id": str(verification.pk),
+        "status": verification.status,
+        "permalink": request.build_absolute_uri(selectors.permalink(verification)),
+        "result_url": request.build_absolute_uri(f"/api/trails/{verification.pk}"),
+    }
+    response = JsonResponse(created, status=201)
+    response[ownership.HEADER] = token  # the caller's own, or a new one it should keep
+    return response
+
+
+@trails.get("/{verification_id}", response={200: dict[str, Any], 404: Error})
+def trail_get(request: HttpRequest, verification_id: uuid.UUID):
+    """A trail run's result: its nodes, its sentences coloured by the share of their claims fully
+    supported, each claim's verdict, rounds and evidence per node, the path of a supported claim,
+    the step where an unsupported one entered, and how many entered at each step."""
+    verification = services.verification_expire_if_stale(
+        selectors.verification_or_404(verification_id), timeout_s=settings.RUN_TIMEOUT
+    )
+    if not is_trail(verification):
+        raise Http404("This run is not a trail: read it at /api/verifications/{id}.")
+    return trail_result(verification)

@@ -1,0 +1,168 @@
+"""A trail run as its readers see it (issue 26), one JSON-ready dict for the API, the page, the
+reports and the CLI: its nodes by stage, its sentences coloured by the share of their claims
+found fully supported, each claim's verdict, rounds, the selected sentences per node, the path
+of a supported claim and the step where an unsupported one entered, and a summary of how many
+unsupported claims entered at each step. A fixed handful of queries, whatever its size."""
+
+from collections import Counter, defaultdict
+
+from verification.models import Claim, ClaimStatus, Sentence, TrailNode, TrailRound, TrailSelection, Verification
+from verification.scoring import TRAIL_VERDICT_LABELS, UNSUPPORTED, band, entered_words, shown_percent, trail_score
+from verification.selectors.records import permalink
+
+
+def is_trail(verification: Verification) -> bool:
+    return verification.settings.get("evidence") == "trail"
+
+
+def trail_result(verification: Verification) -> dict:
+    nodes = list(TrailNode.objects.filter(verification=verification).order_by("index"))
+    step_of = {node.key: node.step or f"stage {node.stage}" for node in nodes}
+    claims = list(
+        Claim.objects.filter(sentence__verification=verification)
+        .select_related("sentence")
+        .order_by("sentence__index", "index")
+    )
+    rounds = _rounds(claims)
+    claim_rows = [_claim(claim, rounds[claim.pk], step_of) for claim in claims]
+    by_sentence = defaultdict(list)
+    for row in claim_rows:
+        by_sentence[row["sentence"]].append(row)
+    sentences = [
+        _sentence(sentence, by_sentence[sentence.index])
+        for sentence in Sentence.objects.filter(verification=verification).order_by("index")
+    ]
+    used = {key for node in nodes for key in node.inputs}
+    return {
+        "id": str(verification.pk),
+        "kind": "trail",
+        "status": verification.status,
+        "error": verification.error,
+        "permalink": permalink(verification),
+        "created_at": verification.created_at.isoformat(),
+        "finished_at": verification.finished_at.isoformat() if verification.finished_at else None,
+        "settings": {"model": verification.settings.get("model"), "q": verification.settings.get("trail_q")},
+        "usage": {
+            "llm_calls": verification.llm_calls,
+            "llm_cached": verification.llm_cached,
+            "prompt_tokens": verification.prompt_tokens,
+            "completion_tokens": verification.completion_tokens,
+        },
+        "nodes": [_node(node, is_final=node.key not in used) for node in nodes],
+        "sentences": sentences,
+        "claims": claim_rows,
+        "score": trail_score([row["verdict"] or "" for row in claim_rows]),
+        "summary": _summary(claim_rows, nodes),
+    }
+
+
+def _node(node: TrailNode, *, is_final: bool) -> dict:
+    return {
+        "id": node.key,
+        "step": node.step or f"stage {node.stage}",
+        "stage": node.stage,
+        "inputs": list(node.inputs),
+        "is_root": not node.inputs,
+        "is_final": is_final,
+        "url": node.url,
+        "status": node.status,
+        "error": node.error,
+        "text": node.text,
+    }
+
+
+def _rounds(claims: list[Claim]) -> dict[int, list[dict]]:
+    selections = defaultdict(list)
+    for selection in TrailSelection.objects.filter(round__claim__in=claims).order_by("round_id", "position"):
+        selections[selection.round_id].append(
+            {
+                "node": selection.node_key,
+                "status": selection.status,
+                "error": selection.error,
+                "sentence_ids": selection.result.get("sentence_ids", []),
+                "sentences": selection.result.get("sentences", {}),
+                "summary": selection.result.get("summary", ""),
+            }
+        )
+    rounds = defaultdict(list)
+    for row in TrailRound.objects.filter(claim__in=claims).order_by("claim_id", "index"):
+        rounds[row.claim_id].append(
+            {
+                "index": row.index,
+                "status": row.status,
+                "candidates": list(row.candidates),
+                "verdict": row.verdict or None,
+                "reasoning": row.reasoning,
+                "evidence_nodes": [s["node"] for s in selections[row.pk] if s["sentence_ids"]],
+                "selections": selections[row.pk],
+            }
+        )
+    return rounds
+
+
+def _claim(claim: Claim, rounds: list[dict], step_of: dict[str, str]) -> dict:
+    result = claim.trail or {}
+    verdict = result.get("verdict") if claim.status == ClaimStatus.DONE else None
+    entered = result.get("error_stage")
+    if entered is not None:
+        steps = list(dict.fromkeys(step_of.get(node, "") for node in entered["nodes"]))
+        entered = {**entered, "steps": steps, "words": entered_words(entered["kind"], steps, entered["nodes"])}
+    return {
+        "id": claim.pk,
+        "sentence": claim.sentence.index,
+        "index": claim.index,
+        "text": claim.text,
+        "status": claim.status,
+        "error": claim.error,
+        "verdict": verdict,
+        "verdict_label": TRAIL_VERDICT_LABELS.get(verdict or "", "being checked"),
+        "reasoning": result.get("reasoning", ""),
+        "stop": result.get("stop"),
+        "entered": entered if verdict in UNSUPPORTED else None,
+        "path": result.get("path"),
+        "calls": result.get("calls", 0),
+        "prompt_tokens": result.get("prompt_tokens", 0),
+        "completion_tokens": result.get("completion_tokens", 0),
+        "rounds": rounds,
+    }
+
+
+def _sentence(sentence: Sentence, claims: list[dict]) -> dict:
+    score = trail_score([claim["verdict"] or "" for claim in claims])
+    return {
+        "index": sentence.index,
+        "text": sentence.text,
+        "start": sentence.start,
+        "end": sentence.end,
+        "status": sentence.status,
+        "error": sentence.error,
+        "score": score,
+        "percent": shown_percent(score),
+        "band": band(score),
+        "claims": [claim["index"] for claim in claims],
+    }
+
+
+def _summary(claims: list[dict], nodes: list[TrailNode]) -> dict:
+    """What a pipeline's builder reads first: verdicts counted, and where unsupported claims entered."""
+    verdicts = Counter(claim["verdict"] or claim["status"] for claim in claims)
+    entered = Counter()
+    stage_of_step = {node.step or f"stage {node.stage}": node.stage for node in nodes}
+    for claim in claims:
+        if claim["entered"] is None:
+            continue
+        if claim["entered"]["kind"] == "stage":
+            entered.update(claim["entered"]["steps"])
+        else:
+            entered[claim["entered"]["kind"]] += 1
+    return {
+        "claims": len(claims),
+        "verdicts": dict(verdicts),
+        "entered_at": [
+            {"step": step, "stage": stage_of_step.get(step), "count": count}
+            for step, count in sorted(entered.items(), key=lambda item: (stage_of_step.get(item[0], 10**6), item[0]))
+            if step not in ("final_step", "undetermined")
+        ],
+        "entered_at_final_step": entered["final_step"],
+        "entered_undetermined": entered["undetermined"],
+    }

@@ -1,0 +1,162 @@
+"""The writes of a trail run (issue 26): the run with its nodes, each claim's rounds and their
+selections, and the claim's result. Transitions are conditional UPDATEs, as everywhere: the one
+caller that wins a transition does what follows (the verdict of a round whose selections are
+all in, exactly once)."""
+
+from collections.abc import Sequence
+
+from django.db import transaction
+from django.db.models import Q
+
+from verification.models import (
+    FINISHED,
+    Claim,
+    ClaimStatus,
+    Status,
+    TrailNode,
+    TrailRound,
+    TrailSelection,
+    Verification,
+)
+from verification.pipeline import segment
+from verification.pipeline.trail_graph import Trail
+from verification.pipeline.types import SegmentedSentence
+from verification.services.rows import sentences_save, transition
+
+
+@transaction.atomic
+def trail_create(
+    *,
+    trail: Trail,
+    settings: dict,
+    segments: Sequence[SegmentedSentence] | None = None,
+    client: str = "",
+    creator: str = "",
+) -> Verification:
+    """A trail run: its text is the final node's (decomposed into claims as any run's), and every
+    node is a row. A node given as a document waits to be read (worker/trail.trail_node_read)."""
+    final = trail.node(trail.final)
+    verification = Verification.objects.create(
+        text=final.text or "", settings={**settings, "evidence": "trail"}, client=client, creator=creator
+    )
+    TrailNode.objects.bulk_create(
+        TrailNode(
+            verification=verification,
+            index=index,
+            key=node.id,
+            text=node.text or "",
+            url=node.document.url if node.document else "",
+            inputs=list(node.inputs),
+            step=node.step or "",
+            stage=trail.stage(node.id),
+            status=Status.DONE if node.text is not None else Status.PENDING,
+        )
+        for index, node in enumerate(trail.nodes)
+    )
+    sentences_save(
+        verification=verification, segments=segment.segment(verification.text) if segments is None else segments
+    )
+    return verification
+
+
+def trail_node_read(node_id: int, *, text: str = "", error: str = "") -> bool:
+    """A document node's text (or why it could not be read: it is then an empty text, which
+    supports nothing). True for the caller that recorded it."""
+    status = Status.FAILED if error else Status.DONE
+    return transition(TrailNode.objects.filter(pk=node_id, status=Status.PENDING), to=status, text=text, error=error)
+
+
+def trail_nodes_unread(verification_id) -> bool:
+    return TrailNode.objects.filter(verification_id=verification_id, status=Status.PENDING).exists()
+
+
+@transaction.atomic
+def trail_round_open(*, claim: Claim, index: int, candidates) -> TrailRound:
+    """The claim's round `index` with a pending selection per candidate (the one already there
+    when a redelivered task opens it again)."""
+    trail_round, created = TrailRound.objects.get_or_create(
+        claim=claim, index=index, defaults={"candidates": list(candidates)}
+    )
+    if created:
+        TrailSelection.objects.bulk_create(
+            TrailSelection(round=trail_round, position=position, node_key=node)
+            for position, node in enumerate(candidates)
+        )
+    return trail_round
+
+
+def trail_selection_begin(selection_id: int) -> bool:
+    """Pending → running; a redelivered message (its worker died) takes a running one again."""
+    return transition(
+        TrailSelection.objects.filter(pk=selection_id, status__in=[Status.PENDING, Status.RUNNING]),
+        to=Status.RUNNING,
+    )
+
+
+def trail_selection_save(selection_id: int, *, result: dict, prompt_tokens: int, completion_tokens: int) -> bool:
+    """The node's selection; True for the one caller that finds its round's selections all
+    done (its round then goes to the verdict)."""
+    saved = transition(
+        TrailSelection.objects.filter(pk=selection_id, status=Status.RUNNING),
+        to=Status.DONE,
+        result=result,
+        error="",
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+    )
+    return saved and trail_round_take_verdict(TrailSelection.objects.get(pk=selection_id).round_id)
+
+
+def trail_round_take_verdict(round_id: int) -> bool:
+    if TrailSelection.objects.filter(round_id=round_id).exclude(status=Status.DONE).exists():
+        return False
+    return transition(TrailRound.objects.filter(pk=round_id, status=Status.PENDING), to=Status.RUNNING)
+
+
+def trail_selection_fail(selection_id: int, *, reason: str, transient: bool = True) -> None:
+    TrailSelection.objects.filter(pk=selection_id).exclude(status=Status.DONE).update(
+        status=Status.FAILED, error=reason, transient=transient
+    )
+
+
+def trail_round_judged(
+    round_id: int, *, verdict: str, reasoning: str, calls: int, prompt_tokens: int, completion_tokens: int
+) -> bool:
+    return transition(
+        TrailRound.objects.filter(pk=round_id, status=Status.RUNNING),
+        to=Status.DONE,
+        verdict=verdict,
+        reasoning=reasoning,
+        calls=calls,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+    )
+
+
+def trail_claim_finish(claim_id: int, *, result: dict) -> bool:
+    """A claim whose trail ended, with its result; its sentence and run may end after it."""
+    return transition(
+        Claim.objects.filter(pk=claim_id, status=ClaimStatus.SEARCHING), to=ClaimStatus.DONE, trail=result, error=""
+    )
+
+
+def trail_retry_reset(verification_id) -> None:
+    """Retry: the failed selections of the failed claims' open rounds go back to pending, so a
+    retried claim goes on from the rounds it had finished instead of starting over."""
+    TrailSelection.objects.filter(
+        Q(status=Status.FAILED) | Q(status=Status.RUNNING),
+        round__claim__sentence__verification_id=verification_id,
+        round__status=Status.PENDING,
+    ).update(status=Status.PENDING, error="")
+    TrailNode.objects.filter(verification_id=verification_id, status=Status.FAILED).exclude(url="").update(
+        status=Status.PENDING, error=""
+    )
+
+
+def trail_claims_waiting(verification_id) -> list[int]:
+    """Claims of a trail run still being checked (their next step is decided from their rows)."""
+    return list(
+        Claim.objects.filter(sentence__verification_id=verification_id)
+        .exclude(status__in=[*FINISHED, ClaimStatus.DONE, ClaimStatus.FAILED, ClaimStatus.PENDING])
+        .values_list("pk", flat=True)
+    )

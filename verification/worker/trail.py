@@ -1,0 +1,252 @@
+"""A trail run's claims checked down the trail (issue 26; the loop is pipeline/trail_loop.py).
+
+A trail run starts as any run (worker/start.py, decompose.py): its text is the final node's, cut
+into claims. Its claims then go here instead of to the web search (search.claim_search hands
+them over): `trail_continue` decides each claim's next step from its stored rounds alone, so a
+redelivered or resumed task picks up where the claim was:
+- an open round whose selections are not all in: `trail_select`, one task per candidate node,
+  in parallel; the last one in sends the round to `trail_verdict`;
+- a round judged: the next round's candidates, or a stop rule, which ends the claim with its
+  verdict, the step where an unsupported claim entered, or a supported claim's path.
+A node given as a web address is read first (`trail_node_read`); claims wait for the last one."""
+
+import logging
+
+from django.conf import settings
+
+from verification import services
+from verification.clients import providers
+from verification.clients.cache import cache_key, lookup, store
+from verification.models import Claim, ClaimStatus, Status, TrailNode, TrailRound, TrailSelection
+from verification.pipeline import trail_loop
+from verification.pipeline.trail_graph import DocumentRef, Trail
+from verification.pipeline.trail_graph import TrailNode as Node
+from verification.pipeline.trail_select import SYSTEM_PROMPT, NodeSelection, SelectionOptions, select_evidence
+from verification.pipeline.trail_verdict import TrailVerdict, judge_round
+from verification.pipeline.types import StepError
+from verification.worker import base, cpu, joins
+
+logger = logging.getLogger(__name__)
+
+
+def _fail_claim(claim_id: int, *, reason: str, transient: bool = True) -> None:
+    services.claim_fail(claim_id, reason=reason, transient=transient)
+    joins.after_claim(Claim.objects.select_related("sentence").get(pk=claim_id))
+
+
+def _fail_selection(selection_id: int, *, reason: str, transient: bool = True) -> None:
+    """A node whose evidence could not be selected fails its claim (a retry goes on from the
+    claim's finished rounds): a verdict without that node's evidence could say the wrong thing."""
+    selection = TrailSelection.objects.select_related("round").get(pk=selection_id)
+    services.trail_selection_fail(selection_id, reason=reason, transient=transient)
+    _fail_claim(selection.round.claim_id, reason=f"selecting evidence in '{selection.node_key}' failed: {reason}")
+
+
+def _fail_round(round_id: int, *, reason: str, transient: bool = True) -> None:
+    claim_id = TrailRound.objects.get(pk=round_id).claim_id
+    _fail_claim(claim_id, reason=f"the verdict failed: {reason}", transient=transient)
+
+
+def _fail_node(node_id: int, *, reason: str, transient: bool = True) -> None:
+    _node_done(TrailNode.objects.get(pk=node_id), error=reason)
+
+
+def load_trail(verification_id) -> Trail:
+    """The run's trail from its rows (validated when it was created)."""
+    rows = TrailNode.objects.filter(verification_id=verification_id).order_by("index")
+    return Trail(
+        tuple(
+            Node(
+                id=row.key,
+                text=row.text,
+                document=DocumentRef(url=row.url) if row.url else None,
+                inputs=tuple(row.inputs),
+                step=row.step or None,
+                stage=row.stage,
+            )
+            for row in rows
+        )
+    )
+
+
+def _options() -> SelectionOptions:
+    top_k = settings.TRAIL_RANK_TOP_K
+    return SelectionOptions(
+        max_sentences_per_prompt=settings.TRAIL_PROMPT_SENTENCES,
+        max_chars_per_prompt=settings.TRAIL_PROMPT_CHARS,
+        rank_top_k=top_k or None,
+        rank_above_sentences=settings.TRAIL_RANK_ABOVE_SENTENCES if top_k else None,
+    )
+
+
+def _rounds(claim: Claim) -> list[trail_loop.Round]:
+    """The claim's judged rounds, as the loop reads them."""
+    judged = claim.trail_rounds.filter(status=Status.DONE).prefetch_related("selections").order_by("index")
+    return [
+        trail_loop.Round(
+            index=row.index,
+            candidates=tuple(row.candidates),
+            selections=tuple(NodeSelection.from_dict(s.result) for s in row.selections.all()),
+            verdict=TrailVerdict(row.verdict),
+            reasoning=row.reasoning,
+            calls=row.calls,
+            prompt_tokens=row.prompt_tokens,
+            completion_tokens=row.completion_tokens,
+        )
+        for row in judged
+    ]
+
+
+@base.step("checking a claim along its trail", give_up=_fail_claim)
+def trail_continue(claim_id: int) -> None:
+    claim = Claim.objects.select_related("sentence__verification").get(pk=claim_id)
+    verification = claim.sentence.verification
+    base.hold(verification.pk)
+    if claim.status != ClaimStatus.SEARCHING or services.trail_nodes_unread(verification.pk):
+        return  # ended, or waiting for a document (its reader sends the claims on)
+    current = claim.trail_rounds.exclude(status=Status.DONE).order_by("-index").first()
+    if current is not None:
+        _resume_round(current)
+        return
+    trail, rounds = load_trail(verification.pk), _rounds(claim)
+    q = verification.settings.get("trail_q") or settings.TRAIL_Q
+    candidates, stop = trail_loop.next_step(trail, rounds, q=q, max_node_visits=settings.TRAIL_MAX_NODE_VISITS)
+    if stop is not None:
+        result = trail_loop.conclude(trail, rounds, stop)
+        if services.trail_claim_finish(claim_id, result=result_json(result)):
+            joins.after_claim(claim)
+        return
+    opened = services.trail_round_open(claim=claim, index=len(rounds) + 1, candidates=candidates)
+    _resume_round(opened)
+
+
+def _resume_round(trail_round: TrailRound) -> None:
+    if trail_round.status == Status.RUNNING:
+        base.send("trail_verdict", trail_round.pk)
+        return
+    unfinished = trail_round.selections.exclude(status=Status.DONE).values_list("pk", flat=True)
+    for selection_id in unfinished:
+        base.send("trail_select", selection_id)
+    if not unfinished and services.trail_round_take_verdict(trail_round.pk):
+        base.send("trail_verdict", trail_round.pk)
+
+
+@base.step("selecting a claim's evidence in a text of its trail", give_up=_fail_selection)
+def trail_select(selection_id: int) -> None:
+    """One node's evidence for one claim (cached per claim, node text, model and options)."""
+    selection = TrailSelection.objects.select_related("round__claim__sentence__verification").get(pk=selection_id)
+    claim = selection.round.claim
+    verification = claim.sentence.verification
+    base.hold(verification.pk)
+    if claim.status != ClaimStatus.SEARCHING or not services.trail_selection_begin(selection_id):
+        return
+    text = TrailNode.objects.get(verification=verification, key=selection.node_key).text
+    llm = providers.llm_client(verification.settings["model"])
+    options = _options()
+    key = cache_key("trail-select", llm.base_url, llm.model, SYSTEM_PROMPT, claim.text, text, repr(options))
+    found = lookup(key)
+    if found is not None:
+        services.usage_add(verification.pk, llm_cached=1)
+        result = NodeSelection.from_dict({**found, "node_id": selection.node_key})
+    else:
+        # The node is split and ranked here, in the task's thread: a book-length node takes a
+        # second or two of CPU (the CPU pool takes web pages, whose parsing is much heavier).
+        try:
+            result = select_evidence(llm, claim=claim.text, node_id=selection.node_key, text=text, options=options)
+        except StepError as error:
+            return _fail_selection(selection_id, reason=str(error), transient=error.transient)
+        finally:
+            services.usage_add(verification.pk, usage=llm.usage)
+        store(key, result.as_dict())
+    if services.trail_selection_save(
+        selection_id,
+        result=result.as_dict(),
+        prompt_tokens=llm.usage.prompt_tokens,
+        completion_tokens=llm.usage.completion_tokens,
+    ):
+        base.send("trail_verdict", selection.round_id)
+
+
+@base.step("judging a round of a claim's trail", give_up=_fail_round)
+def trail_verdict(round_id: int) -> None:
+    trail_round = TrailRound.objects.select_related("claim__sentence__verification").get(pk=round_id)
+    claim = trail_round.claim
+    verification = claim.sentence.verification
+    base.hold(verification.pk)
+    if trail_round.status != Status.RUNNING or claim.status != ClaimStatus.SEARCHING:
+        return
+    rows = list(trail_round.selections.order_by("position"))
+    selections = [NodeSelection.from_dict(row.result) for row in rows]
+    llm = providers.llm_client(verification.settings["model"])
+    try:
+        verdict = judge_round(llm, load_trail(verification.pk), claim.text, selections)
+    except StepError as error:
+        return _fail_round(round_id, reason=str(error), transient=error.transient)
+    finally:
+        services.usage_add(verification.pk, usage=llm.usage)
+    judged = services.trail_round_judged(
+        round_id,
+        verdict=verdict.verdict.value,
+        reasoning=verdict.reasoning,
+        calls=verdict.called + sum(selection.prompts for selection in selections),
+        prompt_tokens=llm.usage.prompt_tokens + sum(row.prompt_tokens for row in rows),
+        completion_tokens=llm.usage.completion_tokens + sum(row.completion_tokens for row in rows),
+    )
+    if judged:
+        base.send("trail_continue", claim.pk)
+
+
+@base.step("reading a document of a trail", give_up=_fail_node)
+def trail_node_read(node_id: int) -> None:
+    """A node given as a web address, read as documents mode reads one (fetched, parsed in the
+    CPU pool). Unreadable, it stays an empty text, which supports nothing, and says why."""
+    node = TrailNode.objects.get(pk=node_id)
+    base.hold(node.verification_id)
+    if node.status != Status.PENDING:
+        return
+    try:
+        document = providers.page_fetcher().fetch(node.url)
+        page = cpu.run(
+            cpu.read_page, document, pdf_max_pages=settings.PDF_MAX_PAGES, time_limit=settings.CPU_TIME_LIMIT
+        )
+    except cpu.TookTooLong as error:
+        return _node_done(node, error=f"the document took too long to read ({error})")
+    except StepError as error:
+        return _node_done(node, error=str(error))
+    _node_done(node, text="\n".join(page.sentences))
+
+
+def _node_done(node: TrailNode, *, text: str = "", error: str = "") -> None:
+    """The last document read sends on the claims that waited for the trail's texts."""
+    if services.trail_node_read(node.pk, text=text, error=error) and not services.trail_nodes_unread(
+        node.verification_id
+    ):
+        for claim_id in services.trail_claims_waiting(node.verification_id):
+            base.send("trail_continue", claim_id)
+
+
+def begin(verification_id) -> None:
+    """A trail run's documents are read as soon as it starts (and again when it is resumed)."""
+    unread = TrailNode.objects.filter(verification_id=verification_id, status=Status.PENDING)
+    for node_id in unread.values_list("pk", flat=True):
+        base.send("trail_node_read", node_id)
+
+
+def result_json(result: trail_loop.ClaimTrailResult) -> dict:
+    """A claim's trail result as stored (Claim.trail) and shown: the rounds stay in their rows."""
+    error, path = result.error, result.path
+    return {
+        "verdict": result.verdict.value,
+        "reasoning": result.reasoning,
+        "stop": result.stop.value,
+        "rounds": len(result.rounds),
+        "error_stage": None
+        if error is None
+        else {"kind": error.kind, "stages": list(error.stages), "nodes": list(error.nodes)},
+        "path": None
+        if path is None
+        else {"nodes": list(path.nodes), "edges": [list(edge) for edge in path.edges], "sources": list(path.sources)},
+        "calls": result.calls,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+    }
