@@ -372,3 +372,43 @@ def test_a_favabench_file_with_broken_json_names_line_3(tmp_path):
 
     with pytest.raises(CommandError, match=r"fava\.json, item 2: not JSON .*line 3"):
         evaluate("favabench", "--file", bad, "--out", tmp_path / "o")
+
+
+def test_evaluate_trail_scores_labelled_claims_with_veritrails_metrics(world, tmp_path):
+    """The example trail's claims, labelled, checked by the fake model over HTTP: every verdict and
+    entry stage right, then one label flipped to show the metrics move."""
+    trail_file = ROOT / "docs" / "examples" / "trail.json"
+    labelled = [
+        {"claim": "The Eiffel Tower opened in Paris in 1889.", "label": "fully_supported"},
+        {"claim": "The tower was painted gold in 1920.", "label": "not_fully_supported", "error_stage": 1},
+        {
+            "claim": "The tower hosts a famous underwater aquarium.",
+            "label": "not_fully_supported",
+            "error_stage": "final",
+        },
+    ]
+    folder = tmp_path / "labelled"
+    folder.mkdir()
+    lines = [json.dumps({"trail_file": str(trail_file), **row}) for row in labelled]
+    (folder / "claims.jsonl").write_text("\n".join(lines))
+    out = io.StringIO()
+    call_command("evaluate", "trail", str(folder), "--out", str(tmp_path / "report"), stdout=out)
+
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["metrics"]["macro_f1"] == 1.0 and report["metrics"]["balanced_accuracy"] == 1.0
+    assert report["metrics"]["error_stage_accuracy"] == 1.0 and report["metrics"]["stage_claims"] == 2
+    assert "macro-F1 1.000" in out.getvalue()
+
+    labelled[0]["label"] = "not_fully_supported"  # now one claim is scored wrong
+    (folder / "claims.jsonl").write_text("\n".join(json.dumps({"trail_file": str(trail_file), **r}) for r in labelled))
+    call_command("evaluate", "trail", str(folder), "--out", str(tmp_path / "again"), stdout=io.StringIO())
+    metrics = json.loads((tmp_path / "again" / "report.json").read_text())["metrics"]
+    # All three labelled not fully supported, one found fully supported: that class's recall is 2/3.
+    assert metrics["balanced_accuracy"] == pytest.approx(2 / 3)
+    assert metrics["f1_not_fully_supported"] == pytest.approx(0.8) and metrics["macro_f1"] < 1
+
+
+def test_evaluate_trail_names_the_file_and_line_of_a_bad_label(world, tmp_path):
+    (tmp_path / "claims.jsonl").write_text(json.dumps({"trail": {"nodes": []}, "claim": "x", "label": "true"}))
+    with pytest.raises(CommandError, match=r"claims\.jsonl, line 1"):
+        call_command("evaluate", "trail", str(tmp_path), "--out", str(tmp_path / "out"), stdout=io.StringIO())

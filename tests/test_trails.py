@@ -215,3 +215,24 @@ def test_the_trail_format_is_in_the_openapi_document(client):
 def test_a_run_that_is_not_a_trail_is_not_read_as_one(client, configured):
     run = Verification.objects.create(text="Paris is in France.", settings={"evidence": "web"})
     assert client.get(f"/api/trails/{run.pk}").status_code == 404
+
+
+def test_the_reports_say_where_each_claim_entered_with_outside_text_made_inert(client, world, celery_worker):
+    hostile = copy.deepcopy(EXAMPLE)
+    hostile["nodes"][2]["step"] = "<b>section</b> [summary](javascript:alert(1))"
+    run_id = start(client, {"trail": hostile})
+    wait_for(client, run_id)
+
+    markdown = client.get(f"/v/{run_id}/report.md").content.decode()
+    assert "entered at the final step" in markdown
+    assert "supported down to: src-a" in markdown
+    assert "[summary](javascript" not in markdown and "\\<b\\>section\\</b\\>" in markdown
+
+    html = client.get(f"/v/{run_id}/report.html").content.decode()
+    assert "<main>" in html and "<b>section</b>" not in html
+    assert "&lt;b&gt;section&lt;/b&gt;" in html
+    assert "<mark>The Eiffel Tower opened in Paris in 1889.</mark>" in html
+
+    rows = client.get(f"/v/{run_id}/evidence.csv").content.decode().splitlines()
+    assert rows[0] == "sentence,claim,verdict,entered,round,round_verdict,node,selected,summary"
+    assert any("sum-1" in row and "painted gold" in row for row in rows[1:])

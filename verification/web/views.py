@@ -18,8 +18,9 @@ from verification.access import limits, ownership
 from verification.clients import providers
 from verification.inputs.forms import DEFAULT_SETTINGS, VerificationForm
 from verification.models import Verification
+from verification.selectors.trail_result import is_trail, trail_result
 from verification.selectors.viewstate import ViewState
-from verification.web import reports
+from verification.web import reports, trail_reports
 from verification.web.examples import EXAMPLES, example_text
 from verification.worker import resume, start
 
@@ -182,6 +183,11 @@ def result_json(request: HttpRequest, verification_id) -> HttpResponse:
 
 @require_GET
 def report_markdown(request: HttpRequest, verification_id) -> HttpResponse:
+    trail = _trail_report(request, verification_id)
+    if trail is not None:
+        result, text, address = trail
+        body = trail_reports.trail_report_markdown(result, text, address=address)
+        return _attachment(body, "text/markdown; charset=utf-8", f"factsite-trail-{verification_id}.md")
     report, address = _report(request, verification_id)
     body = reports.report_markdown(report, address=address)
     return _attachment(body, "text/markdown; charset=utf-8", selectors.report_filename(report, "report.md"))
@@ -189,6 +195,11 @@ def report_markdown(request: HttpRequest, verification_id) -> HttpResponse:
 
 @require_GET
 def report_html(request: HttpRequest, verification_id) -> HttpResponse:
+    trail = _trail_report(request, verification_id)
+    if trail is not None:
+        result, text, address = trail
+        body = trail_reports.trail_report_html(result, text, address=address)
+        return _attachment(body, "text/html; charset=utf-8", f"factsite-trail-{verification_id}.html")
     report, address = _report(request, verification_id)
     body = reports.report_html(report, address=address)
     return _attachment(body, "text/html; charset=utf-8", selectors.report_filename(report, "report.html"))
@@ -196,6 +207,10 @@ def report_html(request: HttpRequest, verification_id) -> HttpResponse:
 
 @require_GET
 def evidence_csv(request: HttpRequest, verification_id) -> HttpResponse:
+    trail = _trail_report(request, verification_id)
+    if trail is not None:
+        body = trail_reports.trail_csv(trail[0])
+        return _attachment(body, "text/csv; charset=utf-8", f"factsite-trail-{verification_id}.csv")
     report, _ = _report(request, verification_id)
     body = reports.evidence_csv(report)
     return _attachment(body, "text/csv; charset=utf-8", selectors.report_filename(report, "evidence.csv"))
@@ -207,6 +222,15 @@ def _report(request: HttpRequest, verification_id) -> tuple[selectors.Report, st
     state = ViewState.from_query(request.GET)
     address = request.build_absolute_uri(reverse("verification:result", args=[verification.pk]) + state.query())
     return selectors.verification_report(verification, state), address
+
+
+def _trail_report(request: HttpRequest, verification_id) -> tuple[dict, str, str] | None:
+    """A trail run's result, text and address for its reports; None for any other run."""
+    verification = _verification(verification_id)
+    if not is_trail(verification):
+        return None
+    address = request.build_absolute_uri(reverse("verification:result", args=[verification.pk]))
+    return trail_result(verification), verification.text, address
 
 
 def _attachment(body: str, content_type: str, filename: str) -> HttpResponse:

@@ -69,7 +69,7 @@ def load_trail(verification_id) -> Trail:
     )
 
 
-def _options() -> SelectionOptions:
+def selection_options() -> SelectionOptions:
     top_k = settings.TRAIL_RANK_TOP_K
     return SelectionOptions(
         max_sentences_per_prompt=settings.TRAIL_PROMPT_SENTENCES,
@@ -142,7 +142,7 @@ def trail_select(selection_id: int) -> None:
         return
     text = TrailNode.objects.get(verification=verification, key=selection.node_key).text
     llm = providers.llm_client(verification.settings["model"])
-    options = _options()
+    options = selection_options()
     key = cache_key("trail-select", llm.base_url, llm.model, SYSTEM_PROMPT, claim.text, text, repr(options))
     found = lookup(key)
     if found is not None:

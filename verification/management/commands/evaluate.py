@@ -1,18 +1,23 @@
 """`python manage.py evaluate DATASET --file PATH`: factsite's accuracy on a public benchmark,
+or `python manage.py evaluate trail DIR`: trails with labelled claims (docs/trails-formats.md),
+scored with VeriTrail's metrics (verification/evaluation/trails.py). For a benchmark,
 through the same engine as the web app (verification/evaluation/runner.py does the work). Items
 are kept as they finish in DIR/items.jsonl, so `--resume` finishes an interrupted evaluation;
 the report is DIR/report.json, report.md and plots. Its runs are stored under their own client
 ("evaluate") and are not held to RUNS_PER_HOUR: an evaluation is an operator's tool."""
 
+import time
 from pathlib import Path
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from verification.clients import providers
 from verification.evaluation import plan as planning
-from verification.evaluation import runner
+from verification.evaluation import runner, trails
 from verification.evaluation.datasets import DATASETS, DatasetError
 from verification.evaluation.journal import ResumeError
+from verification.evaluation.trail_eval import LabelledTrailError
 from verification.management.run_options import add_run_settings_arguments
 from verification.scoring import DEFAULT_RULE, SCORE_RULES
 
@@ -21,8 +26,10 @@ class Command(BaseCommand):
     help = "Measure factsite's accuracy on a dataset (favabench, claim-stance, segments) and write a report."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("dataset", choices=DATASETS)
-        parser.add_argument("--file", required=True, type=Path, help="the dataset file")
+        parser.add_argument("dataset", choices=[*DATASETS, "trail"])
+        parser.add_argument("path", nargs="?", type=Path, help="trail: a .jsonl file or a directory of them")
+        parser.add_argument("--file", type=Path, help="the dataset file")
+        parser.add_argument("--q", type=int, help="trail: Not Fully Supported verdicts in a row before a claim stops")
         parser.add_argument("--limit", type=int, help="evaluate only the first N items")
         add_run_settings_arguments(parser)
         parser.add_argument("--score-rule", choices=list(SCORE_RULES), default=DEFAULT_RULE)
@@ -45,6 +52,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
+        if options["dataset"] == "trail":
+            return self._trails(options)
+        if options["file"] is None:
+            raise CommandError("--file is required: the dataset file")
         try:
             plan = planning.make_plan(
                 options["dataset"],
@@ -77,3 +88,29 @@ class Command(BaseCommand):
         self.stdout.write(f"Report written to {plan.out}:")
         for path in paths:
             self.stdout.write(f"  {path}")
+
+    def _trails(self, options) -> None:
+        path = options["path"] or options["file"]
+        if path is None:
+            raise CommandError("give the labelled trails: manage.py evaluate trail DIR")
+        problems = providers.configuration_problems(options["model"], web_search=False)
+        if problems:
+            raise CommandError("\n".join(problems))
+        out = options["out"] or Path("var") / "evaluations" / f"trail-{time.strftime('%Y%m%d-%H%M%S')}"
+        try:
+            evaluation = trails.evaluate_trail_dir(path, model=options["model"], q=options["q"], out=out)
+        except (LabelledTrailError, OSError) as error:
+            raise CommandError(str(error)) from error
+        metrics = evaluation.metrics
+        self.stdout.write(
+            f"{metrics.claims} claims ({metrics.scored} scored, {metrics.inconclusive_labels} labelled inconclusive)\n"
+            f"macro-F1 {_number(metrics.macro_f1)}  balanced accuracy {_number(metrics.balanced_accuracy)}\n"
+            f"error-stage accuracy {_number(metrics.error_stage_accuracy)} "
+            f"({metrics.stage_correct} of {metrics.stage_claims}; "
+            f"{metrics.stage_predicted} predicted not fully supported)"
+        )
+        self.stdout.write(f"Report written to {out / 'report.json'}")
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
