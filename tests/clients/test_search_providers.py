@@ -419,7 +419,7 @@ def test_a_fresh_clone_with_only_a_language_model_searches_wikipedia():
     """The defaults as a separate process reads them (the tests' own settings pin Serper)."""
     environment = {"PATH": os.environ["PATH"], "DJANGO_SECRET_KEY": "x", "OPENAI_API_KEY": "sk-test"}
     code = (
-        "from verification import providers; "
+        "from verification.clients import providers; "
         "print(providers.search_provider_names()); print(providers.search_provider().endpoint); "
         "print(providers.configuration_problems())"
     )
