@@ -7,6 +7,7 @@ finish, the exact interleavings built step by step, and the sweeper on rows rewo
 Every subprocess runs in its own process group and is SIGKILLed when its test ends. Waits are
 on conditions with timeouts; the only fixed wait is the length of the Redis outage."""
 
+import logging
 import os
 import random
 import shutil
@@ -739,3 +740,19 @@ def test_a_failed_host_question_ends_its_run_and_says_why(world, inline):
     result = selectors.verification_result(Verification.objects.get(pk=verification.pk))
     categorize = next(p for p in result["problems"] if p["step"] == "categorize")
     assert categorize["count"] == len(decided) and "HTTP 500" in categorize["reasons"][0]["reason"]
+
+
+@pytest.mark.django_db
+def test_the_queued_tasks_of_a_deleted_running_run_end_quietly(world, inline, caplog):
+    verification = inline.start()
+    for _ in range(2):  # the start and the first decomposition: claims' searches are queued now
+        task, args = inline.queue.pop(0)
+        task(*args)
+    assert any(task.name.endswith("claim_search") for task, _ in inline.queue)
+
+    services.verification_delete(verification.pk)
+    with caplog.at_level(logging.INFO, logger="verification.worker.base"):
+        inline.run_all()  # each task finds its row (or its run) gone
+
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert "its run was deleted" in caplog.text

@@ -12,7 +12,7 @@ import logging
 
 from celery.contrib.django.task import DjangoTask
 from django.core.exceptions import ObjectDoesNotExist
-from django.db import OperationalError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from kombu.exceptions import OperationalError as BrokerError
 
 from factsite.celery import app
@@ -30,9 +30,10 @@ class RunCancelled(Exception):
 
 
 def hold(verification_id) -> None:
-    """The task works for this run (heartbeat.hold), unless its creator cancelled it."""
+    """The task works for this run (heartbeat.hold), unless its creator cancelled or deleted it."""
     heartbeat.hold(verification_id)
-    if Verification.objects.filter(pk=verification_id, status=Status.CANCELLED).exists():
+    status = Verification.objects.filter(pk=verification_id).values_list("status", flat=True).first()
+    if status is None or status == Status.CANCELLED:
         raise RunCancelled
 
 
@@ -53,6 +54,13 @@ class StepTask(DjangoTask):
                 return super().__call__(*args, **kwargs)
             except RunCancelled:
                 return None
+            except (ObjectDoesNotExist, IntegrityError, KeyError) as error:
+                # Its run was deleted while the task waited or ran (its owner deleted it, or
+                # RUN_RETENTION_DAYS): its rows are gone, and so is the work. Not an error to log.
+                if not _run_gone(error):
+                    raise
+                logger.info("task %s%r ended: its run was deleted (%s)", self.name, args, type(error).__name__)
+                return None
 
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
         logger.error("task %s%r failed: %s", self.name, args, exc, exc_info=exc)
@@ -70,6 +78,15 @@ class StepTask(DjangoTask):
                 # The item's run was deleted (RUN_RETENTION_DAYS, `manage.py cleanup`) while the
                 # task waited in the queue: nothing is left to mark failed.
                 logger.info("task %s%r: its item no longer exists", self.name, args)
+
+
+def _run_gone(error: Exception) -> bool:
+    """Whether the run the failed task works for no longer exists: the runs it held, or, when
+    it failed before it knew its run, its own row (rows are deleted only with their run)."""
+    held = heartbeat.held_now()
+    if held:
+        return Verification.objects.filter(pk__in=held).count() < len(set(held))
+    return isinstance(error, ObjectDoesNotExist)
 
 
 def step(doing: str, give_up=None):

@@ -56,6 +56,11 @@ def task_scope():
                     del _holding[key]
 
 
+def held_now() -> list[str]:
+    """The runs the current task has declared with `hold` so far."""
+    return list(getattr(_local, "held", None) or [])
+
+
 def hold(verification_id) -> None:
     """The current task works for this run (until the task ends)."""
     key = str(verification_id)
