@@ -763,3 +763,44 @@ def test_a_run_unfinished_long_after_it_started_is_failed_when_read(client, sett
 
     assert stale_result["status"] == "failed" and "timed out" in stale_result["error"]
     assert fresh_result["status"] == "running"
+
+
+# --- RUNS_PER_HOUR under simultaneous submissions (issue 27.1)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("path", ["/api/verifications", "/api/trails"])
+def test_simultaneous_submissions_of_one_client_create_exactly_the_runs_the_hourly_limit_allows(
+    live_server, configured, path
+):
+    """Twenty requests let go at once by one client, RUNS_PER_HOUR=5: five runs, fifteen 429s (the
+    limit used to count the client's runs before any of the twenty had created its own)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import requests
+
+    configured.RUNS_PER_HOUR = 5
+    body = {"text": "The Eiffel Tower is in Paris."}
+    if path == "/api/trails":
+        body = {
+            "trail": {
+                "nodes": [
+                    {"id": "s", "text": "Paris is in France.", "from": []},
+                    {"id": "f", "text": "The Eiffel Tower is in Paris.", "from": ["s"]},
+                ]
+            }
+        }
+    gate = threading.Barrier(20)
+
+    def submit(_):
+        with requests.Session() as session:
+            gate.wait()
+            return session.post(live_server.url + path, json=body, timeout=60).status_code
+
+    with ThreadPoolExecutor(20) as pool:
+        statuses = list(pool.map(submit, range(20)))
+
+    assert statuses.count(201) == 5, statuses
+    assert statuses.count(429) == 15
+    assert Verification.objects.count() == 5

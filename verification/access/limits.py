@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import inspect
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -263,10 +264,49 @@ def limited_response(request: HttpRequest, limited: RateLimited) -> HttpResponse
     return response
 
 
+# A run being started: recorded before the count, given back once the run exists (run_slot).
+RUN_SLOT = "run_slot"
+
+
+@contextmanager
+def run_slot(client: str, files=()):
+    """Around starting a run: yields None while the client may (RUNS_PER_HOUR, and
+    UPLOAD_MB_PER_HOUR for `files`), else RateLimited. The run is counted from the runs
+    themselves (so the limit holds across web processes), plus a slot recorded first for each
+    run being started: simultaneous submissions each see the others' slots, so they cannot all
+    slip under the limit. The slot is given back when the block ends, when the run itself counts."""
+    slot = _reserve_run(client)
+    if isinstance(slot, RateLimited):
+        yield slot
+        return
+    try:
+        yield uploads_limited(client, files)
+    finally:
+        if slot is not None:
+            services.spending_undo(slot)
+
+
+def _reserve_run(client: str):
+    limit = settings.RUNS_PER_HOUR
+    if limit <= 0:
+        return None
+    now = timezone.now()
+    slot = services.spending_add(client=client, kind=RUN_SLOT, amount=1, forget_before=now - WINDOW)
+    created = selectors.client_run_times(client, since=now - WINDOW)
+    starting = len(selectors.client_spending(client, RUN_SLOT, since=now - WINDOW))
+    if len(created) + starting <= limit:
+        return slot
+    services.spending_undo(slot)
+    if len(created) < limit:
+        # Others' runs being started take the last places: one of them may still fail, so soon.
+        return RateLimited(used=len(created) + starting - 1, limit=limit, retry_after=1)
+    return _run_limit(created, limit, now)
+
+
 def rate_limited(client: str) -> RateLimited | None:
     """None while the client may start a run: fewer than RUNS_PER_HOUR of its runs were created in
-    the last hour. Counted from the runs themselves, so the limit holds across web processes and
-    does not depend on the cache."""
+    the last hour. A check alone: a request that starts a run takes `run_slot`, which is exact
+    under simultaneous submissions."""
     limit = settings.RUNS_PER_HOUR
     if limit <= 0:
         return None
@@ -274,6 +314,10 @@ def rate_limited(client: str) -> RateLimited | None:
     created = selectors.client_run_times(client, since=now - WINDOW)
     if len(created) < limit:
         return None
+    return _run_limit(created, limit, now)
+
+
+def _run_limit(created: list, limit: int, now) -> RateLimited:
     # A run may start once enough of the oldest have left the window to bring the count under the
     # limit: when the limit is not lowered meanwhile, that is the oldest one.
     frees_at = created[len(created) - limit] + WINDOW

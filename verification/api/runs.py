@@ -188,20 +188,20 @@ def verification_create(request: HttpRequest):
     if problems:
         return Status(503, {"detail": " ".join(problems)})
     client = limits.request_client(request)
-    limited = limits.rate_limited(client) or limits.uploads_limited(client, uploads)
-    if limited:
-        response = api.create_response(request, {"detail": limited.message()}, status=429)
-        response["Retry-After"] = str(limited.retry_after)
-        return response
     token = ownership.request_token(request) or ownership.new_token()
-    verification = services.verification_create(
-        text=form.cleaned_data["text"],
-        settings=run_settings,
-        client=client,
-        creator=ownership.creator_key(token),
-        documents=form.documents,
-        segments=form.segments,
-    )
+    with limits.run_slot(client, uploads) as limited:
+        if limited:
+            response = api.create_response(request, {"detail": limited.message()}, status=429)
+            response["Retry-After"] = str(limited.retry_after)
+            return response
+        verification = services.verification_create(
+            text=form.cleaned_data["text"],
+            settings=run_settings,
+            client=client,
+            creator=ownership.creator_key(token),
+            documents=form.documents,
+            segments=form.segments,
+        )
     start.enqueue_verification(verification)
     created = {
         "id": str(verification.pk),

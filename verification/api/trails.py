@@ -60,19 +60,19 @@ def trail_create(request: HttpRequest, payload: TrailIn):
     if problems:
         return Status(503, {"detail": " ".join(problems)})
     client = limits.request_client(request)
-    limited = limits.rate_limited(client)
-    if limited:
-        response = JsonResponse({"detail": limited.message()}, status=429)
-        response["Retry-After"] = str(limited.retry_after)
-        return response
     token = ownership.request_token(request) or ownership.new_token()
-    verification = services.trail_create(
-        trail=submission.trail,
-        settings=submission.settings,
-        segments=submission.segments,
-        client=client,
-        creator=ownership.creator_key(token),
-    )
+    with limits.run_slot(client) as limited:
+        if limited:
+            response = JsonResponse({"detail": limited.message()}, status=429)
+            response["Retry-After"] = str(limited.retry_after)
+            return response
+        verification = services.trail_create(
+            trail=submission.trail,
+            settings=submission.settings,
+            segments=submission.segments,
+            client=client,
+            creator=ownership.creator_key(token),
+        )
     start.enqueue_verification(verification)
     created = {
         "id": str(verification.pk),

@@ -112,16 +112,16 @@ class Command(BaseCommand):
         # A fresh clone has no tables yet; once they exist this changes nothing.
         call_command("migrate", verbosity=0, interactive=False)
         client = limits.client_key(limits.CLI_ADDRESS)
-        limited = limits.rate_limited(client)
-        if limited:
-            raise CommandError(limited.message(who="the command line"), returncode=REFUSED)
-        verification = services.verification_create(
-            text=form.cleaned_data["text"],
-            settings=run_settings,
-            client=client,
-            documents=form.documents,
-            segments=form.segments,
-        )
+        with limits.run_slot(client) as limited:
+            if limited:
+                raise CommandError(limited.message(who="the command line"), returncode=REFUSED)
+            verification = services.verification_create(
+                text=form.cleaned_data["text"],
+                settings=run_settings,
+                client=client,
+                documents=form.documents,
+                segments=form.segments,
+            )
         verification = self._run(verification, options["timeout"])
         result = selectors.verification_result(verification, ViewState(score_rule=options["score_rule"]))
         if options["json_out"]:
@@ -144,12 +144,12 @@ class Command(BaseCommand):
             raise CommandError("\n".join(problems))
         call_command("migrate", verbosity=0, interactive=False)
         client = limits.client_key(limits.CLI_ADDRESS)
-        limited = limits.rate_limited(client)
-        if limited:
-            raise CommandError(limited.message(who="the command line"), returncode=REFUSED)
-        verification = services.trail_create(
-            trail=submission.trail, settings=submission.settings, segments=submission.segments, client=client
-        )
+        with limits.run_slot(client) as limited:
+            if limited:
+                raise CommandError(limited.message(who="the command line"), returncode=REFUSED)
+            verification = services.trail_create(
+                trail=submission.trail, settings=submission.settings, segments=submission.segments, client=client
+            )
         verification = self._run(verification, options["timeout"])
         result = trail_result(verification)
         if options["json_out"]:
