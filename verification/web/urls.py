@@ -1,12 +1,13 @@
 from django.urls import path
 
-from verification.web import views
+from verification.web import trails, views
 
 app_name = "verification"
 urlpatterns = [
     path("", views.home, name="home"),
     path("about", views.about, name="about"),
     path("favicon.ico", views.favicon, name="favicon"),
+    path("trail", trails.trail_new, name="trail_new"),
     path("v/<uuid:verification_id>", views.result, name="result"),
     path("v/<uuid:verification_id>.json", views.result_json, name="result_json"),
     path("v/<uuid:verification_id>/report.md", views.report_markdown, name="report_markdown"),

@@ -20,7 +20,7 @@ from verification.inputs.forms import DEFAULT_SETTINGS, VerificationForm
 from verification.models import Verification
 from verification.selectors.trail_result import is_trail, trail_result
 from verification.selectors.viewstate import ViewState
-from verification.web import reports, trail_reports
+from verification.web import reports, trail_reports, trails
 from verification.web.examples import EXAMPLES, example_text
 from verification.worker import resume, start
 
@@ -38,22 +38,22 @@ def home(request: HttpRequest) -> HttpResponse:
         # The page names the variables to set; the pasted text stays in the form.
         return _home(request, form, edited_from, status=503)
     client = limits.request_client(request)
-    limited = limits.rate_limited(client) or limits.uploads_limited(client, request.FILES.getlist("files"))
-    if limited:
-        # Said above the form, the pasted text kept, as for any other refusal.
-        response = _home(request, form, edited_from, status=429, limit_error=limited.message())
-        response["Retry-After"] = str(limited.retry_after)
-        return response
     token = ownership.request_token(request) or ownership.new_token()
-    verification = services.verification_create(
-        text=form.cleaned_data["text"],
-        settings=run_settings,
-        edited_from=edited_from,
-        client=client,
-        creator=ownership.creator_key(token),
-        documents=form.documents,
-        segments=form.segments,
-    )
+    with limits.run_slot(client, request.FILES.getlist("files")) as limited:
+        if limited:
+            # Said above the form, the pasted text kept, as for any other refusal.
+            response = _home(request, form, edited_from, status=429, limit_error=limited.message())
+            response["Retry-After"] = str(limited.retry_after)
+            return response
+        verification = services.verification_create(
+            text=form.cleaned_data["text"],
+            settings=run_settings,
+            edited_from=edited_from,
+            client=client,
+            creator=ownership.creator_key(token),
+            documents=form.documents,
+            segments=form.segments,
+        )
     start.enqueue_verification(verification)
     # An edited run opens in the view its earlier run was edited from (its rule, its types left out).
     view = _carried_view(request.POST.get("view", "")) if edited_from else ""
@@ -134,6 +134,8 @@ def about(request: HttpRequest) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def result(request: HttpRequest, verification_id) -> HttpResponse:
     verification = _verification(verification_id)
+    if trails.is_trail(verification):  # a trail run has a page of its own (web/trails.py)
+        return trails.trail_page(request, verification)
     context = selectors.result_page(verification, ViewState.from_query(request.GET))
     context["can_retry"] = context["can_retry"] and ownership.may_retry(request, verification)
     context["is_creator"] = ownership.is_creator(request, verification)

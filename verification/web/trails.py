@@ -1,0 +1,355 @@
+"""The trail pages (issue 26): the form that starts a trail run, and a trail run's permalink —
+the summary a pipeline's builder reads first, the final text coloured by the share of each
+sentence's claims found fully supported, and the selected claim's trail: the stages as columns
+from the sources to the final text, the nodes it visited with each round's verdict, the selected
+sentences marked, the path of a supported claim and where an unsupported one entered.
+
+What the page shows comes from selectors.trail_result; here it is only arranged for the
+templates. Outside text (node texts, step names, ids, reasoning) is escaped by the templates."""
+
+from collections import defaultdict
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from verification import selectors, services
+from verification.access import limits, ownership
+from verification.clients import providers
+from verification.inputs.trails import MAX_Q, TrailRefused, trail_submission
+from verification.models import FINISHED, Status, Verification
+from verification.scoring import OUTCOME_ICONS, TRAIL_VERDICT_LABELS, TRAIL_VERDICTS, band, trail_score
+from verification.selectors.result_json import retryable
+from verification.selectors.result_page import passage_parts, result_legend
+from verification.selectors.trail_result import is_trail, trail_result
+from verification.web.trail_form import TrailForm
+from verification.worker import start
+
+# `is_trail` too: views.result hands a trail run to `trail_page`.
+__all__ = ["is_trail", "trail_new", "trail_page"]
+
+# A verdict drawn with the shape of the result page's outcome that says the same.
+VERDICT_SHAPES = {
+    "fully_supported": "supported",
+    "not_fully_supported": "unconfirmed",
+    "contradicted": "contradicted",
+    "inconclusive": "mixed",
+}
+# A node's whole text is shown up to this size; a longer one (a book) shows its marked sentences
+# with this much of their context each side: every poll of a running run renders it again.
+WHOLE_TEXT_CHARS = 60_000
+CONTEXT_CHARS = 600
+
+
+@require_http_methods(["GET", "POST"])
+def trail_new(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        return _form_page(request, TrailForm())
+    form = TrailForm(request.POST, request.FILES)
+    if form.adding:
+        # One more box, everything typed kept; htmx swaps only the builder.
+        return _form_page(request, form, fragment=bool(request.htmx))
+    if not form.is_valid():
+        return _form_page(request, form, status=400)
+    try:
+        data = form.cleaned_data
+        submission = trail_submission(data["trail"], model=data["model"] or None, q=data["q"])
+    except TrailRefused as refusal:
+        return _form_page(request, form, status=400, refusal=str(refusal))
+    if providers.configuration_problems(submission.settings["model"], web_search=False):
+        return _form_page(request, form, status=503)  # the page names the variables to set
+    client = limits.request_client(request)
+    token = ownership.request_token(request) or ownership.new_token()
+    with limits.run_slot(client) as limited:
+        if limited:
+            # Said above the form, every text kept, as for any other refusal.
+            response = _form_page(request, form, status=429, refusal=limited.message())
+            response["Retry-After"] = str(limited.retry_after)
+            return response
+        verification = services.trail_create(
+            trail=submission.trail,
+            settings=submission.settings,
+            segments=submission.segments,
+            client=client,
+            creator=ownership.creator_key(token),
+        )
+    start.enqueue_verification(verification)
+    return ownership.remember(redirect(reverse("verification:result", args=[verification.pk])), request, token)
+
+
+def _form_page(
+    request: HttpRequest, form: TrailForm, *, status: int = 200, refusal: str = "", fragment: bool = False
+) -> HttpResponse:
+    errors = ([refusal] if refusal else []) + (form.refusals() if form.is_bound and not form.adding else [])
+    context = {
+        "form": form,
+        "builder": form.builder,
+        "errors": errors,
+        "file_chosen": bool(form.is_bound and form.files.get("trail_file")),
+        "problems": providers.configuration_problems(form["model"].value() or None, web_search=False),
+        "max_q": MAX_Q,
+        "max_nodes": settings.TRAIL_MAX_NODES,
+        "max_chars": settings.TRAIL_MAX_CHARS,
+    }
+    template = "verification/trail_new.html#builder" if fragment else "verification/trail_new.html"
+    return render(request, template, context, status=status)
+
+
+def trail_page(request: HttpRequest, verification: Verification) -> HttpResponse:
+    """A trail run's permalink; `?claim=<id>` selects a claim. HTMX gets the body's fragment, and
+    a poll of a finished run a 286, which swaps it in and stops polling."""
+    result = trail_result(verification)
+    finished = verification.status in FINISHED
+    claims = {claim["id"]: claim for claim in result["claims"]}
+    selected = claims.get(_claim_id(request.GET.get("claim", "")))
+    query = f"?claim={selected['id']}" if selected else ""
+    context = {
+        "verification": verification,
+        "result": result,
+        "finished": finished,
+        "query": query,
+        "title": selectors.title_words(verification.text),
+        "seconds": services.working_seconds(verification),
+        "is_creator": ownership.is_creator(request, verification),
+        "can_retry": finished
+        and verification.status != Status.CANCELLED
+        and retryable(verification) > 0
+        and ownership.may_retry(request, verification),
+        "headline": entered_headline(result["summary"]),
+        "verdict_counts": verdict_counts(result["summary"]["verdicts"]),
+        "score": _tag(result["score"]),
+        "legend": _legend(),
+        "text_parts": _text_parts(verification.text, result, selected),
+        "claim_groups": _claim_groups(result, selected),
+        "progress": None if finished else _progress(result),
+        "problems": _problems(result),
+        "selected": selected,
+        "trail": claim_trail(result, selected) if selected else None,
+    }
+    fragment = request.htmx and not request.htmx.history_restore_request
+    template = "verification/trail.html#trail-body" if fragment else "verification/trail.html"
+    status = 286 if fragment and finished and request.htmx.trigger == "result-body" else 200
+    return render(request, template, context, status=status)
+
+
+def _claim_id(value: str) -> int | None:
+    return int(value) if value.isdigit() and len(value) < 19 else None
+
+
+def entered_headline(summary: dict) -> str:
+    """The steps to fix, said first: "2 unsupported claims entered at 'section summary', 1 at the final step"."""
+    parts = [(entry["count"], f"at '{entry['step']}'") for entry in summary["entered_at"]]
+    if summary["entered_at_final_step"]:
+        parts.append((summary["entered_at_final_step"], "at the final step"))
+    if summary["entered_undetermined"]:
+        parts.append((summary["entered_undetermined"], "where the trail cannot tell"))
+    if not parts:
+        return ""
+    (count, where), rest = parts[0], parts[1:]
+    first = f"{count} unsupported claim{'s' if count != 1 else ''} entered {where}"
+    return ", ".join([first, *(f"{count} {where}" for count, where in rest)])
+
+
+def verdict_counts(verdicts: dict) -> list[dict]:
+    """Every verdict with its count (0 too: "0 contradicted" is news), then what is not decided."""
+    rows = [
+        {"verdict": verdict, "label": TRAIL_VERDICT_LABELS[verdict], "count": verdicts.get(verdict, 0)}
+        for verdict in TRAIL_VERDICTS
+    ]
+    failed = verdicts.get("failed", 0)
+    pending = sum(count for key, count in verdicts.items() if key not in TRAIL_VERDICTS and key != "failed")
+    rows += [{"verdict": "failed", "label": "failed", "count": failed}] if failed else []
+    rows += [{"verdict": "pending", "label": "being checked", "count": pending}] if pending else []
+    return rows
+
+
+def _tag(score: float | None) -> dict:
+    return {"score": score, "band": band(score)}
+
+
+def _verdict_tag(verdict: str | None, status: str = "") -> dict:
+    """A verdict as a tag: coloured by the score it gives (1 or 0), drawn with its shape."""
+    if verdict:
+        shape = VERDICT_SHAPES.get(verdict, "pending")
+        label = TRAIL_VERDICT_LABELS.get(verdict, verdict)
+        return {"label": label, "band": band(trail_score([verdict])), "shape": shape, "icon": OUTCOME_ICONS[shape]}
+    shape = "failed" if status == Status.FAILED else "pending"
+    label = "failed" if shape == "failed" else "being checked"
+    return {"label": label, "band": "none", "shape": shape, "icon": OUTCOME_ICONS[shape]}
+
+
+def _legend() -> dict:
+    """The result page's bands, and the verdicts drawn with the shapes of its outcomes."""
+    shapes = [*((VERDICT_SHAPES[verdict], TRAIL_VERDICT_LABELS[verdict]) for verdict in TRAIL_VERDICTS)]
+    shapes.append(("pending", "being checked"))
+    return {
+        "bands": result_legend()["bands"],
+        "shapes": [{"outcome": shape, "icon": OUTCOME_ICONS[shape], "label": label} for shape, label in shapes],
+    }
+
+
+def _sentence_shape(claims: list[dict]) -> str:
+    """A sentence's shape: its claims' verdict when they agree, mixed when they do not."""
+    if not claims:
+        return "no_evidence"
+    if any(claim["verdict"] is None and claim["status"] != Status.FAILED for claim in claims):
+        return "pending"
+    verdicts = {claim["verdict"] for claim in claims if claim["verdict"]}
+    if not verdicts:
+        return "failed"
+    return VERDICT_SHAPES[verdicts.pop()] if len(verdicts) == 1 else "mixed"
+
+
+def _text_parts(text: str, result: dict, selected: dict | None) -> list[dict]:
+    """The final text as given: plain gaps, and each sentence coloured by its band, a link to
+    its first claim's trail."""
+    claims = defaultdict(list)
+    for claim in result["claims"]:
+        claims[claim["sentence"]].append(claim)
+    parts, position = [], 0
+    for sentence in result["sentences"]:
+        if sentence["start"] > position:
+            parts.append({"gap": text[position : sentence["start"]]})
+        own = claims[sentence["index"]]
+        shape = "pending" if sentence["status"] in ("pending", "running") else _sentence_shape(own)
+        decided = [claim["verdict"] for claim in own if claim["verdict"]]
+        supported = decided.count("fully_supported")
+        parts.append(
+            {
+                **sentence,
+                "claim": own[0]["id"] if own else None,
+                "shape": shape,
+                "icon": OUTCOME_ICONS.get(shape, ""),
+                "said": f"{supported} of {len(decided)} claims fully supported" if decided else "being checked",
+                "selected": selected is not None and selected["sentence"] == sentence["index"],
+            }
+        )
+        position = sentence["end"]
+    if position < len(text):
+        parts.append({"gap": text[position:]})
+    return parts
+
+
+def _claim_groups(result: dict, selected: dict | None) -> list[dict]:
+    by_sentence = defaultdict(list)
+    for claim in result["claims"]:
+        by_sentence[claim["sentence"]].append(
+            {
+                **claim,
+                "tag": _verdict_tag(claim["verdict"], claim["status"]),
+                "selected": selected is not None and selected["id"] == claim["id"],
+            }
+        )
+    return [
+        {"number": sentence["index"] + 1, "claims": by_sentence[sentence["index"]]}
+        for sentence in result["sentences"]
+        if by_sentence[sentence["index"]]
+    ]
+
+
+def _progress(result: dict) -> dict:
+    sentences = result["sentences"]
+    split = sum(1 for sentence in sentences if sentence["status"] not in ("pending", "running"))
+    claims = result["claims"]
+    ended = sum(1 for claim in claims if claim["verdict"] or claim["status"] == Status.FAILED)
+    documents = [node for node in result["nodes"] if node["url"]]
+    read = sum(1 for node in documents if node["status"] != Status.PENDING)
+    done = split / len(sentences) * 0.2 if sentences else 0.0
+    done += ended / len(claims) * 0.8 if claims else 0.0
+    return {
+        "percent": int(done * 100),
+        "sentences": {"split": split, "total": len(sentences)},
+        "claims": {"ended": ended, "total": len(claims)},
+        "documents": {"read": read, "total": len(documents)},
+    }
+
+
+def _problems(result: dict) -> list[str]:
+    """What failed, in words: texts that could not be read, claims whose trail stopped."""
+    nodes = [f"'{node['id']}' could not be read: {node['error']}" for node in result["nodes"] if node["error"]]
+    claims = [
+        f"“{claim['text']}”: {claim['error'] or 'its trail could not be followed'}"
+        for claim in result["claims"]
+        if claim["status"] == Status.FAILED
+    ]
+    return nodes + claims
+
+
+def claim_trail(result: dict, claim: dict) -> dict:
+    """The claim's trail as columns, one per stage from the sources (left) to the final text
+    (right): the nodes it visited, with each round's verdict and the sentences selected."""
+    visits, marked = defaultdict(list), defaultdict(set)
+    for trail_round in claim["rounds"]:
+        tag = _verdict_tag(trail_round["verdict"], trail_round["status"])
+        for selection in trail_round["selections"]:
+            chosen = [selection["sentences"][i] for i in selection["sentence_ids"] if i in selection["sentences"]]
+            marked[selection["node"]].update(chosen)
+            visits[selection["node"]].append(
+                {"round": trail_round["index"], "tag": tag, "held": len(chosen), **selection}
+            )
+    path = claim["path"] or {"nodes": [], "edges": [], "sources": []}
+    entered = set(claim["entered"]["nodes"]) if claim["entered"] else set()
+    edges = {tuple(edge) for edge in path["edges"]}
+    sentence = next((s for s in result["sentences"] if s["index"] == claim["sentence"]), None)
+    columns = defaultdict(lambda: {"nodes": [], "steps": [], "unvisited": 0})
+    for position, node in enumerate(result["nodes"]):
+        column = columns[node["stage"]]
+        if node["step"] not in column["steps"]:
+            column["steps"].append(node["step"])
+        if not (visits[node["id"]] or node["is_final"]):
+            column["unvisited"] += 1
+            continue
+        spans = None
+        if node["is_final"] and sentence:  # the final text: the claim's own sentence is marked
+            spans = [(sentence["start"], sentence["end"])]
+            marked[node["id"]].add(sentence["text"])
+        column["nodes"].append(
+            {
+                **node,
+                "position": position,
+                "visits": visits[node["id"]],
+                "marked": sorted(marked[node["id"]], key=lambda text, node=node: node["text"].find(text)),
+                "text_parts": marked_parts(node["text"], marked[node["id"]], spans),
+                "on_path": node["id"] in path["nodes"],
+                "entered": node["id"] in entered,
+                "inputs": [{"id": name, "on_path": (name, node["id"]) in edges} for name in node["inputs"]],
+            }
+        )
+    return {
+        "columns": [{"stage": stage, **columns[stage]} for stage in sorted(columns)],
+        "rounds": [
+            {**trail_round, "tag": _verdict_tag(trail_round["verdict"], trail_round["status"])}
+            for trail_round in claim["rounds"]
+        ],
+        "tag": _verdict_tag(claim["verdict"], claim["status"]),
+        "sources": path["sources"],
+    }
+
+
+def marked_parts(text: str, sentences: set[str], spans: list | None = None) -> dict:
+    """A node's text cut into (piece, marked) for the `highlighted` filter: the selected
+    sentences found in it (or the given spans). A text too long to render whole on every poll
+    keeps its marked sentences with their context, the cuts shown as "…"."""
+    if spans is None:
+        spans = []
+        for sentence in sentences:
+            found = text.find(sentence)
+            if found >= 0:
+                spans.append((found, found + len(sentence)))
+    if len(text) <= WHOLE_TEXT_CHARS:
+        return {"parts": passage_parts(text, spans), "whole": True}
+    windows = []
+    for first, last in sorted(spans):
+        first, last = max(0, first - CONTEXT_CHARS), min(len(text), last + CONTEXT_CHARS)
+        if windows and first <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], max(last, windows[-1][1]))
+        else:
+            windows.append((first, last))
+    parts = []
+    for first, last in windows or [(0, CONTEXT_CHARS * 2)]:
+        inside = [(max(a, first) - first, min(b, last) - first) for a, b in spans if a < last and b > first]
+        parts += [("… ", False)] if first > 0 else []
+        parts += [*passage_parts(text[first:last], inside), *([(" …", False)] if last < len(text) else [])]
+    return {"parts": parts, "whole": False}
