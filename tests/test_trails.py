@@ -236,3 +236,15 @@ def test_the_reports_say_where_each_claim_entered_with_outside_text_made_inert(c
     rows = client.get(f"/v/{run_id}/evidence.csv").content.decode().splitlines()
     assert rows[0] == "sentence,claim,verdict,entered,round,round_verdict,node,selected,summary"
     assert any("sum-1" in row and "painted gold" in row for row in rows[1:])
+
+
+def test_my_checks_lists_a_trail_run_with_the_share_of_its_claims_fully_supported(client, world, celery_worker):
+    response = client.post("/api/trails", {"trail": trail()}, content_type="application/json")
+    token = response["X-Client-Token"]
+    wait_for(client, response.json()["id"])
+
+    rows = client.get("/api/verifications", HTTP_X_CLIENT_TOKEN=token).json()
+
+    assert [row["id"] for row in rows] == [response.json()["id"]]
+    assert rows[0]["score"] == pytest.approx(1 / 3) and rows[0]["band"] == "orange"
+    assert rows[0]["evidence"] == "the steps that made it"

@@ -285,7 +285,10 @@ class CheckOut(Schema):
     status: RunStatus
     score: float | None = Field(description="Overall credibility under the default rule (null: no evidence yet).")
     band: Band
-    evidence: str = Field(description="Where the evidence came from: the web, the caller's documents, or both.")
+    evidence: str = Field(
+        description="Where the evidence came from: the web, the caller's documents, both, or the steps that made the "
+        "text (a trail run, whose score is the share of its claims fully supported)."
+    )
 
 
 @api.get("/verifications", response={200: list[CheckOut], 400: Error}, tags=["verifications"])

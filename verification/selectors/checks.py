@@ -1,14 +1,15 @@
 """The runs one browser or API caller started ("My checks"): newest first, each with what a
 list needs to tell them apart, and nobody else's."""
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import QuerySet
 
 from verification.inputs.documents import EVIDENCE_MODES
-from verification.models import Verification
-from verification.scoring import BAND_LABELS, compute_scores
+from verification.models import Claim, ClaimStatus, Verification
+from verification.scoring import BAND_LABELS, band, compute_scores, trail_score
 from verification.selectors.records import evidence_records_of_runs, permalink
 from verification.selectors.result_json import evidence_mode
 from verification.selectors.result_page import title_words
@@ -39,9 +40,15 @@ def check_rows(runs) -> list[CheckRow]:
     the evidence of every run listed is read in one query."""
     runs = list(runs)
     records = evidence_records_of_runs(run.pk for run in runs)
+    trail_verdicts = _trail_verdicts([run.pk for run in runs if evidence_mode(run) == "trail"])
     rows = []
     for run in runs:
-        overall = compute_scores(records[run.pk]).overall
+        if evidence_mode(run) == "trail":  # the share of its claims fully supported down the trail
+            score = trail_score(trail_verdicts[run.pk])
+            mode = "the steps that made it"
+        else:
+            score = compute_scores(records[run.pk]).overall.score
+            mode = dict(EVIDENCE_MODES).get(evidence_mode(run), "")
         rows.append(
             CheckRow(
                 id=str(run.pk),
@@ -49,10 +56,19 @@ def check_rows(runs) -> list[CheckRow]:
                 title=title_words(run.text),
                 created_at=run.created_at,
                 status=run.status,
-                score=overall.score,
-                band=overall.band,
-                band_label=BAND_LABELS[overall.band],
-                evidence=dict(EVIDENCE_MODES).get(evidence_mode(run), ""),
+                score=score,
+                band=band(score),
+                band_label=BAND_LABELS[band(score)],
+                evidence=mode,
             )
         )
     return rows
+
+
+def _trail_verdicts(run_ids: list) -> dict:
+    """Each trail run's claim verdicts, in one query."""
+    verdicts = defaultdict(list)
+    claims = Claim.objects.filter(sentence__verification__in=run_ids, status=ClaimStatus.DONE)
+    for run_id, result in claims.values_list("sentence__verification_id", "trail"):
+        verdicts[run_id].append((result or {}).get("verdict", ""))
+    return verdicts
