@@ -154,13 +154,18 @@ def test_a_run_with_llm_failures_and_garbage_still_ends_with_reasons(client, wor
     assert completed["outcome"] == "failed" and completed["note"] == completed["error"]
 
 
-def test_a_failed_chunk_fails_each_of_its_sentences_with_the_reason(client, world, celery_worker):
+def test_a_failed_chunk_is_asked_again_in_parts_and_fails_only_the_sentence_it_concerns(client, world, celery_worker):
+    """Issue 27.4: a chunk whose call fails after its retries is asked again in halves, then one
+    sentence at a time; only the sentence the failure concerns fails, with the reason."""
     world.llm.fail_words = {"1889": 500}
-    result = wait_for(client, run(client, text="The Eiffel Tower is in Paris, France. It was completed in 1889."))
+    text = "The Eiffel Tower is in Paris, France. It is made of steel. It was completed in 1889. It is tall."
+    result = wait_for(client, run(client, text=text))
 
-    assert [s["status"] for s in result["sentences"]] == ["failed", "failed"]
-    assert all("HTTP 500" in s["error"] for s in result["sentences"])
-    assert world.llm.calls["claims"] == 2  # one call, asked once more (LLM_MAX_RETRIES=1); nothing else
+    assert [s["status"] for s in result["sentences"]] == ["done", "done", "failed", "done"]
+    assert "HTTP 500" in result["sentences"][2]["error"]
+    # The chunk (asked twice: LLM_MAX_RETRIES=1), its halves (the failing one twice), then each
+    # sentence of the failing half (the failing one twice).
+    assert world.llm.calls["claims"] == 2 + (1 + 2) + (1 + 2)
 
 
 def test_a_run_where_every_sentence_fails_is_failed_with_the_reason(client, world, celery_worker):

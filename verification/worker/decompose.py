@@ -77,16 +77,27 @@ def sentences_decompose(sentence_ids: list[int]) -> None:
         answers = decompose.decompose_chunk(llm, asked, on_sentence=answered)
     except StepError as error:
         answers = {}
-        _fail_sentences(
-            [sentence.pk for sentence in unknown.values()],
-            reason=f"finding claims failed: {error}",
-            transient=error.transient,
-        )
+        _ask_in_parts([sentence.pk for sentence in unknown.values()], asked=len(asked), error=error)
     finally:
         services.usage_add(begun[0].verification_id, usage=llm.usage)
-    if answers:
-        for sentence in unknown.values():
-            _fail_sentence(sentence.pk, reason=f"finding claims failed: {decompose.NOT_ANSWERED}")
+    if answers and unknown:
+        _ask_in_parts([sentence.pk for sentence in unknown.values()], asked=len(asked))
+
+
+def _ask_in_parts(sentence_ids: list[int], *, asked: int, error: StepError | None = None) -> None:
+    """The sentences a call did not answer (it failed after its retries, or the model left them
+    out) are asked again in smaller calls, halves, then one sentence each, before any of them
+    fails: a bad answer or a bad moment costs the sentences it concerns, not a chunk of ten. A
+    failure a retry cannot change fails them at once."""
+    if (error is not None and not error.transient) or asked == 1:
+        reason = f"finding claims failed: {error or decompose.NOT_ANSWERED}"
+        return _fail_sentences(sentence_ids, reason=reason, transient=error.transient if error else True)
+    if error is None or len(sentence_ids) == 1:
+        base.send("sentences_decompose", sentence_ids)
+        return
+    half = len(sentence_ids) // 2
+    base.send("sentences_decompose", sentence_ids[:half])
+    base.send("sentences_decompose", sentence_ids[half:])
 
 
 @base.step("finding the claims of a sentence", give_up=_fail_sentence)
