@@ -25,7 +25,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from factsite.celery import app as celery_app
-from tests.conftest import MODEL, free_port
+from tests.conftest import MODEL, ROOT, free_port
 from tests.processes import READY_WITHIN_S, wait_until
 from verification import selectors, services, tasks
 from verification.clients import providers
@@ -756,3 +756,44 @@ def test_the_queued_tasks_of_a_deleted_running_run_end_quietly(world, inline, ca
 
     assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
     assert "its run was deleted" in caplog.text
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("lost_after", [3, 6, 9])
+def test_a_trail_run_whose_queued_tasks_were_lost_mid_trail_is_resumed_to_the_same_result(world, inline, lost_after):
+    """A worker killed mid-trail: the messages it held are gone. The sweeper's resume finds each
+    claim's state in its rows (rounds, selections) and the claims go on where they were."""
+    import json as json_module
+
+    from verification.inputs.trails import trail_submission
+    from verification.selectors.trail_result import trail_result
+    from verification.worker import resume
+
+    example = json_module.loads((ROOT / "docs" / "examples" / "trail.json").read_text())
+    submission = trail_submission(example, model=MODEL)
+
+    def verdicts(run) -> dict:
+        return {c["text"]: (c["verdict"], (c["entered"] or {}).get("kind")) for c in trail_result(run)["claims"]}
+
+    whole = services.trail_create(trail=submission.trail, settings=submission.settings, segments=submission.segments)
+    inline.send("verification_start", str(whole.pk))
+    inline.run_all()
+    whole.refresh_from_db()
+    assert whole.status == Status.DONE
+
+    run = services.trail_create(trail=submission.trail, settings=submission.settings, segments=submission.segments)
+    inline.send("verification_start", str(run.pk))
+    for _ in range(lost_after):
+        task, args = inline.queue.pop(0)
+        task(*args)
+    assert any(task.name.rpartition(".")[2].startswith("trail_") for task, _ in inline.queue) or lost_after == 3
+    inline.queue.clear()  # the worker died with these
+    run.refresh_from_db()
+    assert run.status == Status.RUNNING
+
+    resume.resume(run.pk)
+    inline.run_all()
+
+    run.refresh_from_db()
+    assert run.status == Status.DONE
+    assert verdicts(run) == verdicts(whole)
