@@ -189,20 +189,21 @@ def verification_create(request: HttpRequest):
         return Status(503, {"detail": " ".join(problems)})
     client = limits.request_client(request)
     token = ownership.request_token(request) or ownership.new_token()
-    with limits.run_slot(client, uploads) as limited:
-        if limited:
-            response = api.create_response(request, {"detail": limited.message()}, status=429)
-            response["Retry-After"] = str(limited.retry_after)
-            return response
-        verification = services.verification_create(
+    started = start.start_run(
+        client,
+        lambda: services.verification_create(
             text=form.cleaned_data["text"],
             settings=run_settings,
             client=client,
             creator=ownership.creator_key(token),
             documents=form.documents,
             segments=form.segments,
-        )
-    start.enqueue_verification(verification)
+        ),
+        files=uploads,
+    )
+    if isinstance(started, limits.RateLimited):
+        return limits.limited_response(request, started)
+    verification = started
     created = {
         "id": str(verification.pk),
         "status": verification.status,

@@ -61,19 +61,19 @@ def trail_create(request: HttpRequest, payload: TrailIn):
         return Status(503, {"detail": " ".join(problems)})
     client = limits.request_client(request)
     token = ownership.request_token(request) or ownership.new_token()
-    with limits.run_slot(client) as limited:
-        if limited:
-            response = JsonResponse({"detail": limited.message()}, status=429)
-            response["Retry-After"] = str(limited.retry_after)
-            return response
-        verification = services.trail_create(
+    started = start.start_run(
+        client,
+        lambda: services.trail_create(
             trail=submission.trail,
             settings=submission.settings,
             segments=submission.segments,
             client=client,
             creator=ownership.creator_key(token),
-        )
-    start.enqueue_verification(verification)
+        ),
+    )
+    if isinstance(started, limits.RateLimited):
+        return limits.limited_response(request, started)
+    verification = started
     created = {
         "id": str(verification.pk),
         "status": verification.status,

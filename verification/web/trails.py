@@ -62,20 +62,22 @@ def trail_new(request: HttpRequest) -> HttpResponse:
         return _form_page(request, form, status=503)  # the page names the variables to set
     client = limits.request_client(request)
     token = ownership.request_token(request) or ownership.new_token()
-    with limits.run_slot(client) as limited:
-        if limited:
-            # Said above the form, every text kept, as for any other refusal.
-            response = _form_page(request, form, status=429, refusal=limited.message())
-            response["Retry-After"] = str(limited.retry_after)
-            return response
-        verification = services.trail_create(
+    started = start.start_run(
+        client,
+        lambda: services.trail_create(
             trail=submission.trail,
             settings=submission.settings,
             segments=submission.segments,
             client=client,
             creator=ownership.creator_key(token),
-        )
-    start.enqueue_verification(verification)
+        ),
+    )
+    if isinstance(started, limits.RateLimited):
+        # Said above the form, every text kept, as for any other refusal.
+        response = _form_page(request, form, status=429, refusal=started.message())
+        response["Retry-After"] = str(started.retry_after)
+        return response
+    verification = started
     return ownership.remember(redirect(reverse("verification:result", args=[verification.pk])), request, token)
 
 

@@ -39,13 +39,9 @@ def home(request: HttpRequest) -> HttpResponse:
         return _home(request, form, edited_from, status=503)
     client = limits.request_client(request)
     token = ownership.request_token(request) or ownership.new_token()
-    with limits.run_slot(client, request.FILES.getlist("files")) as limited:
-        if limited:
-            # Said above the form, the pasted text kept, as for any other refusal.
-            response = _home(request, form, edited_from, status=429, limit_error=limited.message())
-            response["Retry-After"] = str(limited.retry_after)
-            return response
-        verification = services.verification_create(
+    started = start.start_run(
+        client,
+        lambda: services.verification_create(
             text=form.cleaned_data["text"],
             settings=run_settings,
             edited_from=edited_from,
@@ -53,8 +49,15 @@ def home(request: HttpRequest) -> HttpResponse:
             creator=ownership.creator_key(token),
             documents=form.documents,
             segments=form.segments,
-        )
-    start.enqueue_verification(verification)
+        ),
+        files=request.FILES.getlist("files"),
+    )
+    if isinstance(started, limits.RateLimited):
+        # Said above the form, the pasted text kept, as for any other refusal.
+        response = _home(request, form, edited_from, status=429, limit_error=started.message())
+        response["Retry-After"] = str(started.retry_after)
+        return response
+    verification = started
     # An edited run opens in the view its earlier run was edited from (its rule, its types left out).
     view = _carried_view(request.POST.get("view", "")) if edited_from else ""
     result = redirect(reverse("verification:result", args=[verification.pk]) + view)

@@ -3,8 +3,10 @@ submission) and sends its sentences to be decomposed, in chunks. Also what the p
 and the CLI call to queue a run, and the check that a process is configured as the run needs."""
 
 import logging
+from collections.abc import Callable
 
 from verification import services
+from verification.access import limits
 from verification.clients import providers
 from verification.models import (
     FINISHED,
@@ -15,6 +17,18 @@ from verification.pipeline import segment
 from verification.worker import base, chunks, embedded, heartbeat, trail
 
 logger = logging.getLogger(__name__)
+
+
+def start_run(client: str, create: Callable[[], Verification], *, files=()) -> Verification | limits.RateLimited:
+    """What the pages, the API and the CLI do to start a run: within the client's hourly limits
+    (access/limits.run_slot, exact under simultaneous submissions), `create` saves it (a
+    service), and it is queued. Returns the run, or why the client may not start one now."""
+    with limits.run_slot(client, files) as limited:
+        if limited:
+            return limited
+        verification = create()
+    enqueue_verification(verification)
+    return verification
 
 
 def enqueue_verification(verification: Verification) -> None:

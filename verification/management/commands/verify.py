@@ -112,17 +112,17 @@ class Command(BaseCommand):
         # A fresh clone has no tables yet; once they exist this changes nothing.
         call_command("migrate", verbosity=0, interactive=False)
         client = limits.client_key(limits.CLI_ADDRESS)
-        with limits.run_slot(client) as limited:
-            if limited:
-                raise CommandError(limited.message(who="the command line"), returncode=REFUSED)
-            verification = services.verification_create(
+        verification = self._start(
+            client,
+            lambda: services.verification_create(
                 text=form.cleaned_data["text"],
                 settings=run_settings,
                 client=client,
                 documents=form.documents,
                 segments=form.segments,
-            )
-        verification = self._run(verification, options["timeout"])
+            ),
+            options["timeout"],
+        )
         result = selectors.verification_result(verification, ViewState(score_rule=options["score_rule"]))
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(result, indent=2, ensure_ascii=False))
@@ -144,13 +144,13 @@ class Command(BaseCommand):
             raise CommandError("\n".join(problems))
         call_command("migrate", verbosity=0, interactive=False)
         client = limits.client_key(limits.CLI_ADDRESS)
-        with limits.run_slot(client) as limited:
-            if limited:
-                raise CommandError(limited.message(who="the command line"), returncode=REFUSED)
-            verification = services.trail_create(
+        verification = self._start(
+            client,
+            lambda: services.trail_create(
                 trail=submission.trail, settings=submission.settings, segments=submission.segments, client=client
-            )
-        verification = self._run(verification, options["timeout"])
+            ),
+            options["timeout"],
+        )
         result = trail_result(verification)
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(result, indent=2, ensure_ascii=False))
@@ -158,8 +158,11 @@ class Command(BaseCommand):
         if result["status"] != "done":
             raise CommandError(f"the trail check failed: {result['error']}")
 
-    def _run(self, verification: Verification, timeout: float) -> Verification:
-        start.enqueue_verification(verification)
+    def _start(self, client: str, create, timeout: float) -> Verification:
+        """The run `create` saves, started within the command line's hourly limit, when it ended."""
+        verification = start.start_run(client, create)
+        if isinstance(verification, limits.RateLimited):
+            raise CommandError(verification.message(who="the command line"), returncode=REFUSED)
         self.stderr.write(f"verification {verification.pk} started")
         try:
             return self._wait(verification, timeout)
