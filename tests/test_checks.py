@@ -228,3 +228,39 @@ def test_the_page_offers_cancel_to_its_creator_only(client, configured):
     assert Client().post(f"/v/{run.pk}/cancel").status_code == 403
     assert client.post(f"/v/{run.pk}/cancel").status_code == 302
     assert Verification.objects.get(pk=run.pk).status == "cancelled"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_judgement_in_flight_at_cancel_is_counted_but_not_saved_so_every_view_shows_one_score(
+    client, world, celery_worker
+):
+    """Issue 27.7: the page of a cancelled run and My checks showed different scores (a judge
+    answer landed after the cancel, the page kept what it had read at the cancel)."""
+    world.llm.held_words = ("Tower was completed",)  # the judge's call for that claim waits
+    created = client.post(
+        "/api/verifications",
+        {"text": TEXT, "settings": {"retrieval_mode": "sparse"}},
+        content_type="application/json",
+        headers={"X-Client-Token": TOKEN},
+    )
+    run_id = created.json()["id"]
+    deadline = time.monotonic() + 30
+    while world.llm.held == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert world.llm.held >= 1
+    cancelled = client.post(
+        f"/api/verifications/{run_id}/cancel", content_type="application/json", headers={"X-Client-Token": TOKEN}
+    )
+    assert cancelled.status_code == 202
+    calls_before = Verification.objects.get(pk=run_id).llm_calls
+    world.llm.release()
+    deadline = time.monotonic() + 10
+    while Verification.objects.get(pk=run_id).llm_calls == calls_before and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    assert Verification.objects.get(pk=run_id).llm_calls > calls_before  # what it cost is counted
+    held_claim = Evidence.objects.filter(claim__sentence__verification_id=run_id, claim__text__contains="completed")
+    assert held_claim.exists() and not held_claim.exclude(verdict="").exists()  # its answer was not saved
+    result = client.get(f"/api/verifications/{run_id}").json()
+    listed = client.get("/api/verifications", headers={"X-Client-Token": TOKEN}).json()
+    assert listed[0]["id"] == run_id and listed[0]["score"] == result["score"]

@@ -245,6 +245,9 @@ def claim_start_judging(claim_id: int) -> bool:
 
 @transaction.atomic
 def judgements_save(judgements: Iterable[Judgement]) -> None:
+    """The verdicts of a judge call. A call still in flight when its run was cancelled has its
+    answer dropped (its tokens are counted): a cancelled run's result is what it had found when
+    it was cancelled, the same on its page, in My checks and in its reports."""
     judged = []
     for judgement in judgements:
         changes = (
@@ -252,7 +255,9 @@ def judgements_save(judgements: Iterable[Judgement]) -> None:
             if judgement.verdict
             else {"status": Status.FAILED, "error": judgement.error, "transient": True}
         )
-        Evidence.objects.filter(pk=int(judgement.key), status=Status.PENDING).update(**changes)
+        Evidence.objects.filter(pk=int(judgement.key), status=Status.PENDING).exclude(
+            claim__sentence__verification__status=Status.CANCELLED
+        ).update(**changes)
         judged.append(int(judgement.key))
     _duplicates_follow(judged)
 
