@@ -138,6 +138,8 @@ DECLARED = {
     ("post", "/api/steps/categorize"): {200, *BODY, 429, 502, 503},
     ("post", "/api/steps/judge"): {200, *BODY, 429, 502, 503},
     ("post", "/api/steps/score"): {200, *BODY},
+    ("post", "/api/trails"): {201, *BODY, 429, 503},
+    ("get", "/api/trails/{verification_id}"): {200, 400, 404},
 }
 
 
@@ -156,8 +158,9 @@ def test_every_operation_declares_each_status_it_can_answer(client):
             response = paths[path][method]["responses"][str(code)]
             assert "schema" in response["content"]["application/json"], (path, code)
     assert "content" not in paths["/api/verifications/{verification_id}"]["delete"]["responses"]["204"]
-    too_many = paths["/api/verifications"]["post"]["responses"]["429"]
-    assert too_many["headers"]["Retry-After"]["schema"] == {"type": "integer"}
+    for path in ("/api/verifications", "/api/trails"):
+        too_many = paths[path]["post"]["responses"]["429"]
+        assert too_many["headers"]["Retry-After"]["schema"] == {"type": "integer"}
 
 
 # --- the result JSON against its declared schema

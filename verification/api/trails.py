@@ -45,7 +45,21 @@ class TrailCreated(Schema):
     result_url: str
 
 
-@trails.post("", response={201: TrailCreated, **BODY_ERRORS, 429: Error, 503: Error}, url_name="trail_create")
+@trails.post(
+    "",
+    response={201: TrailCreated, **BODY_ERRORS, 429: Error, 503: Error},
+    url_name="trail_create",
+    openapi_extra={
+        "responses": {
+            429: {
+                "description": "Too many runs (RUNS_PER_HOUR) by the client",
+                "headers": {
+                    "Retry-After": {"description": "Seconds until it may start a run", "schema": {"type": "integer"}}
+                },
+            }
+        }
+    },
+)
 def trail_create(request: HttpRequest, payload: TrailIn):
     """Check a text through the steps that made it: each claim of the final text is followed down
     the trail to the sources, and an unsupported one is traced to the step where it entered. It
@@ -85,7 +99,7 @@ def trail_create(request: HttpRequest, payload: TrailIn):
     return response
 
 
-@trails.get("/{verification_id}", response={200: dict[str, Any], 404: Error})
+@trails.get("/{verification_id}", response={200: dict[str, Any], 400: Error, 404: Error})
 def trail_get(request: HttpRequest, verification_id: uuid.UUID):
     """A trail run's result: its nodes, its sentences coloured by the share of their claims fully
     supported, each claim's verdict, rounds and evidence per node, the path of a supported claim,
