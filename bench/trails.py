@@ -139,6 +139,18 @@ def _wait(verification_id, timeout: float = 900):
     return run
 
 
+def _by_step(requests: list) -> dict:
+    """Calls and prompt tokens (characters / 4, as the fake counts) by the step that asked."""
+    steps: dict = {}
+    for request in requests:
+        system = request["messages"][0]["content"]
+        name = (request.get("response_format") or {}).get("json_schema", {}).get("name") or system[:30]
+        step = steps.setdefault(name, {"calls": 0, "prompt_tokens": 0})
+        step["calls"] += 1
+        step["prompt_tokens"] += sum(len(m["content"]) for m in request["messages"]) // 4
+    return steps
+
+
 def _row(label: str, run, wall: float, calls_before: int, llm) -> dict:
     from verification.models import Claim
 
@@ -155,6 +167,7 @@ def _row(label: str, run, wall: float, calls_before: int, llm) -> dict:
         "calls_per_claim": (len(llm.requests) - calls_before) / max(claims, 1),
         "wall_s": wall,
         "wall_per_claim_s": wall / max(claims, 1),
+        "by_step": _by_step(llm.requests[calls_before:]),
     }
 
 
@@ -223,6 +236,12 @@ def report(rows: list[dict]) -> None:
             f"{row['completion_tokens']} | {tokens} | {row['wall_s']:.1f} | {wall} | "
             f"{row.get('planted_steps_found', '–')} | {row.get('supported_paths_found', '–')} |"
         )
+    print()
+    for row in rows:
+        steps = ", ".join(
+            f"{name}: {s['calls']} calls, {s['prompt_tokens']} prompt tokens" for name, s in row["by_step"].items()
+        )
+        print(f"- {row['mode']}: {steps}")
 
 
 if __name__ == "__main__":
