@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils.timezone import now
 
 from tests.fakes import FakePage, FakeSite
-from tests.pdfs import make_pdf
+from tests.pdfs import inflate_page, make_pdf
 from tests.test_engine import all_evidence, wait_for
 from verification.inputs.documents import sniff
 from verification.models import Source, Upload, Verification
@@ -526,3 +526,27 @@ def test_a_document_that_failed_is_read_again_on_retry(client, world, library, c
     assert result["documents"][0]["status"] == "done"
     assert any(e["verdict"] == "supported" for e in all_evidence(result))
     assert world.serper.queries == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_document_that_took_too_long_to_read_is_not_read_again_on_retry(client, world, celery_worker, settings):
+    # 1.9 MB of drawing instructions on one page (under the page limit): seconds of CPU to read.
+    settings.CPU_TIME_LIMIT = 1.0
+    heavy = inflate_page(make_pdf([["The Eiffel Tower was completed in 1889."]]), 0, megabytes=1.9)
+    payload = {"text": SUMMARY, "settings": {"evidence": "documents", "retrieval_mode": "sparse"}}
+    created = post_files(client, payload, [upload("heavy.pdf", heavy), upload("notes.md", NOTES)])
+    run_id, token = created.json()["id"], created.headers["X-Client-Token"]
+    result = wait_for(client, run_id)
+    assert result["status"] == "done", result["error"]
+    slow = next(d for d in result["documents"] if d["name"] == "heavy.pdf")
+    assert (slow["status"], slow["error"]) == ("failed", "the PDF took too long to read (over 1 s)")
+    assert result["retryable"] == 0
+
+    retried = client.post(
+        f"/api/verifications/{run_id}/retry", content_type="application/json", headers={"X-Client-Token": token}
+    )
+
+    assert retried.status_code == 409 and "Nothing to retry" in retried.json()["detail"]
+    again = client.get(f"/api/verifications/{run_id}").json()
+    assert again["status"] == "done" and again["retries"] == 0
+    assert next(d for d in again["documents"] if d["name"] == "heavy.pdf")["status"] == "failed"

@@ -70,7 +70,10 @@ def _page_sentences(source: Source) -> PageSentences:
                 place=first or 0,
             )
         except cpu.TookTooLong as error:
-            raise StepError(f"the {'PDF' if is_pdf(document) else 'page'} took too long to read ({error})") from None
+            # The same bytes take as long again: a retry would only spend the time limit once more.
+            raise StepError(
+                f"the {'PDF' if is_pdf(document) else 'page'} took too long to read ({error})", transient=False
+            ) from None
 
     return remember(cache_key("page-sentences", source.url), read)
 
