@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from tests.trail_model import TrailTestModel
-from verification.pipeline import trail_select, trail_verdict
+from verification.pipeline import trail_select, trail_select_many, trail_verdict
 
 STOPWORDS = set("a an the is are was were of in on at to for by and or it its this that with as from be been".split())
 NEGATIONS = re.compile(r"\b(not|never|no|false|myth|incorrect|wrong|untrue)\b", re.IGNORECASE)
@@ -78,6 +78,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _LLMHandler(_Handler):
+    def do_GET(self) -> None:
+        # The OpenAI-compatible model list, which `manage.py verify` asks for before a run.
+        if not self.path.rstrip("/").endswith("/models"):
+            return self._json(404, {"error": {"message": "not found"}})
+        self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "tests"}]})
+
     def do_POST(self) -> None:
         server: FakeLLM = self.owner
         if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -254,6 +260,7 @@ class FakeLLM(LoopbackServer):
             "source_types": _source_types,
             # A trail's steps, answered by what the prompt says (tests/trail_model.py).
             "evidence_selection": TrailTestModel().select,
+            "evidence_selections": TrailTestModel().select_many,
             "trail_verdict": TrailTestModel().verdict,
         }
         payload = answers[kind](user)
@@ -274,6 +281,8 @@ def _kind(request: dict, system: str) -> str:
         return schema
     if system == trail_select.SYSTEM_PROMPT:
         return "evidence_selection"
+    if system == trail_select_many.SYSTEM_PROMPT:
+        return "evidence_selections"
     if system == trail_verdict.SYSTEM_PROMPT:
         return "trail_verdict"
     if "atomic claims" in system:

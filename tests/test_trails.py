@@ -4,6 +4,7 @@ over real HTTP on 127.0.0.1, which answers the trail's steps by what each prompt
 
 import copy
 import json
+import re
 import time
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.fakes import FakePage, FakeSite
 from verification.models import Claim, TrailRound, TrailSelection, Verification
+from verification.pipeline import trail_select, trail_select_many
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,6 +27,9 @@ def trail(source_a: dict | None = None) -> dict:
     if source_a is not None:
         nodes[0] = source_a
     return {"nodes": nodes}
+
+
+MANY = trail_select_many.SYSTEM_PROMPT
 
 
 def start(client, body: dict) -> str:
@@ -85,10 +90,17 @@ def test_the_nodes_of_a_round_are_each_selected_once_and_the_selection_holds_onl
     assert all(r.status == "done" for r in rounds)
     for selection in TrailSelection.objects.filter(round__in=rounds):
         assert set(selection.result["sentence_ids"]) <= set(selection.result["sentences"]), selection.result
-    asked = world.llm.calls["evidence_selection"]
-    # One selection per (claim, node) visited, nothing asked twice: three claims, four visits each
-    # at most, minus the selections the cache answered.
-    assert asked == TrailSelection.objects.filter(round__in=rounds).count()
+    # Every (claim, node) visited asked once, alone or in a call shared with other claims of the
+    # run waiting for the same text (one "Cn:" line each), and fewer calls than claims asked.
+    asked = [(r["messages"][0]["content"], r["messages"][-1]["content"]) for r in world.llm.requests]
+    alone = sum(system == trail_select.SYSTEM_PROMPT for system, _ in asked)
+    together = [
+        len(re.findall(r"^C\d+: ", user, re.MULTILINE))
+        for system, user in asked
+        if system == trail_select_many.SYSTEM_PROMPT
+    ]
+    assert alone + sum(together) == TrailSelection.objects.filter(round__in=rounds).count()
+    assert together and max(together) > 1
 
 
 def test_q_1_stops_a_claim_at_its_first_unsupported_round(client, world, celery_worker):
@@ -131,12 +143,16 @@ def test_a_source_that_cannot_be_read_says_why_and_the_run_still_ends(client, wo
 
 
 def test_a_failed_selection_fails_its_claim_and_a_retry_goes_on_from_its_rounds(client, world, celery_worker):
-    world.llm.fail_words = {"Claim: The tower hosts": 500}  # its selections only, not the decomposition
+    # Its selections only (alone "Claim: The tower…", together "C3: The tower…"), not its decomposition.
+    world.llm.fail_words = {": The tower hosts": 500}
     run_id = start(client, {"trail": trail()})
     result = wait_for(client, run_id)
     aquarium = by_text(result)["The tower hosts a famous underwater aquarium."]
     assert aquarium["status"] == "failed" and "selecting evidence in 'sum-1' failed" in aquarium["error"]
     assert by_text(result)["The Eiffel Tower opened in Paris in 1889."]["verdict"] == "fully_supported"
+    # It failed in a call shared with the other claims, which were then asked alone and did not fail.
+    shared = [r["messages"][-1]["content"] for r in world.llm.requests if r["messages"][0]["content"] == MANY]
+    assert any(": The tower hosts" in user and "The tower was painted gold" in user for user in shared)
 
     world.llm.fail_words = {}
     token = Verification.objects.get(pk=run_id)  # the run's creator retries it

@@ -51,7 +51,11 @@ class TrailTestModel:
         self.usage = LLMUsage()
 
     def complete(self, *, system, user, schema_name, schema, parse, on_text=None):
-        answer = {"evidence_selection": self.select, "trail_verdict": self.verdict}[schema_name](user)
+        answer = {
+            "evidence_selection": self.select,
+            "evidence_selections": self.select_many,
+            "trail_verdict": self.verdict,
+        }[schema_name](user)
         self.calls.append({"schema_name": schema_name, "system": system, "user": user, "answer": answer})
         self.usage.calls += 1
         # About four characters a token: enough to compare costs between runs.
@@ -73,6 +77,20 @@ class TrailTestModel:
         if self.plain:
             return f"Sentences: {', '.join(ids) or 'none'}\nSummary: {summary}"
         return {"sentence_ids": ids, "summary": summary}
+
+    def select_many(self, user: str) -> Any:
+        """Several claims against one text (trail_select_many): each claim answered as `select`
+        answers one."""
+        claims = dict(re.findall(r"^(C\d+): (.*)$", user.split("\n\nText:\n")[0], re.MULTILINE))
+        text = user.split("\n\nText:\n", 1)[1]
+        entries = []
+        for label, claim in claims.items():
+            one = self.select(f"Claim: {claim}\n\nText:\n{text}")
+            if self.plain:
+                entries.append(f"{label}\n{one}")
+            else:
+                entries.append({"claim": label, **one})
+        return "\n".join(entries) if self.plain else {"selections": entries}
 
     def verdict(self, user: str) -> Any:
         claim = _claim(user)

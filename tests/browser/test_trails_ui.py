@@ -61,9 +61,11 @@ def test_the_builder_adds_boxes_in_place_keeping_what_was_typed(page, configured
 
 
 @pytest.fixture
-def held_claim(world):
+def held_claim(world, settings):
     """The fake model holds back the evidence selections of the "aquarium" claim until the test
-    calls `release()`: the run stays running, its other claims finished."""
+    calls `release()`: the run stays running, its other claims finished. Each claim is asked on
+    its own and at once, so the held call holds that claim alone and the others do not wait for it."""
+    settings.TRAIL_BATCH_CLAIMS, settings.TRAIL_BATCH_WAIT_S = 1, 0
     world.llm.held_words = ("Claim: The tower hosts",)
     yield world.llm
     world.llm.release()

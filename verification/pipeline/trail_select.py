@@ -117,7 +117,18 @@ def prompt_chunks(
     claim: str, sentences: Sequence[str], options: SelectionOptions, embedder: Embedder | None = None
 ) -> list[list[int]]:
     """The sentence indices each prompt shows, in text order."""
-    kept = _kept(claim, tuple(sentences), options, embedder)
+    return chunk_indices(_kept(claim, tuple(sentences), options, embedder), sentences, options)
+
+
+def kept_sentences(
+    claim: str, sentences: Sequence[str], options: SelectionOptions, embedder: Embedder | None = None
+) -> list[int]:
+    """The indices of the sentences a prompt about `claim` shows (see _kept)."""
+    return _kept(claim, tuple(sentences), options, embedder)
+
+
+def chunk_indices(kept: Sequence[int], sentences: Sequence[str], options: SelectionOptions) -> list[list[int]]:
+    """Sentence indices (in text order) cut into prompts that each fit the prompt's limits."""
     chunks: list[list[int]] = []
     size = 0
     for index in kept:
@@ -156,12 +167,17 @@ def _large(sentences: Sequence[str], options: SelectionOptions) -> bool:
 def build_prompt(claim: str, sentences: Sequence[str], indices: Sequence[int]) -> str:
     """The claim, then the chunk's sentences by id (the claim before the node's text: a claim's
     prompts share the longest prefix)."""
+    return f"Claim: {claim}\n\nText:\n" + numbered_text(sentences, indices)
+
+
+def numbered_text(sentences: Sequence[str], indices: Sequence[int]) -> str:
+    """The chunk's sentences, one a line by id, "…" where sentences were left out between them."""
     lines: list[str] = []
     for position, index in enumerate(indices):
         if position and index != indices[position - 1] + 1:
             lines.append(GAP)
         lines.append(f"{sentence_id(index)}: {sentences[index]}")
-    return f"Claim: {claim}\n\nText:\n" + "\n".join(lines)
+    return "\n".join(lines)
 
 
 def select_evidence(
@@ -191,10 +207,10 @@ def select_evidence(
         chosen.update(asked[sentence] for sentence in ids)
         if ids and summary:
             summaries.append(summary)
-    return _selection(node_id, sentences, sorted(chosen), " ".join(summaries), len(chunks), options.context)
+    return selection_of(node_id, sentences, sorted(chosen), " ".join(summaries), len(chunks), options.context)
 
 
-def _selection(
+def selection_of(
     node_id: str, sentences: Sequence[str], chosen: list[int], summary: str, prompts: int, context: int
 ) -> NodeSelection:
     shown = sorted({j for i in chosen for j in range(max(0, i - context), min(len(sentences), i + context + 1))})
@@ -227,14 +243,14 @@ def parse_selection(answer: Any, asked: dict[str, int]) -> tuple[list[str], str]
     elif isinstance(answer, list):
         named, summary = [str(item) for item in answer], ""
     elif isinstance(answer, str):
-        named, summary = _plain(answer)
+        named, summary = plain_selection(answer)
     else:
         raise MalformedAnswer("expected an object with a 'sentence_ids' list and a 'summary'")
-    found = {sentence for item in named for sentence in _ids(item) if sentence in asked}
+    found = {sentence for item in named for sentence in ids_in(item) if sentence in asked}
     return sorted(found, key=asked.__getitem__), " ".join(summary.split())
 
 
-def _ids(text: str) -> list[str]:
+def ids_in(text: str) -> list[str]:
     ids: list[str] = []
     for match in _ID.finditer(text):
         first = int(match.group(1))
@@ -244,7 +260,7 @@ def _ids(text: str) -> list[str]:
     return ids
 
 
-def _plain(text: str) -> tuple[list[str], str]:
+def plain_selection(text: str) -> tuple[list[str], str]:
     named: list[str] = []
     summary: list[str] = []
     answered = False

@@ -91,6 +91,9 @@ from verification.services.trails import (
     trail_selection_begin,
     trail_selection_fail,
     trail_selection_save,
+    trail_selections_release,
+    trail_selections_reset,
+    trail_selections_take_peers,
 )
 from verification.services.workers import (
     worker_process_beat,
@@ -99,6 +102,9 @@ from verification.services.workers import (
 )
 
 __all__ = [
+    "trail_selections_reset",
+    "trail_selections_release",
+    "trail_selections_take_peers",
     "trail_create",
     "trail_node_read",
     "trail_nodes_unread",

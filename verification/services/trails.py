@@ -86,11 +86,49 @@ def trail_round_open(*, claim: Claim, index: int, candidates) -> TrailRound:
 
 
 def trail_selection_begin(selection_id: int) -> bool:
-    """Pending → running; a redelivered message (its worker died) takes a running one again."""
-    return transition(
-        TrailSelection.objects.filter(pk=selection_id, status__in=[Status.PENDING, Status.RUNNING]),
-        to=Status.RUNNING,
+    """Pending → running, for one taker: the selection's own task, or another claim's task that
+    takes it into its call (trail_selections_take_peers). One left running by a dead worker is
+    made pending again when its run is resumed (trail_selections_reset)."""
+    return transition(TrailSelection.objects.filter(pk=selection_id, status=Status.PENDING), to=Status.RUNNING)
+
+
+def trail_selections_take_peers(selection: TrailSelection, *, limit: int) -> list[TrailSelection]:
+    """Other claims' pending selections in the same text of the same run, taken (pending →
+    running) to be asked in the same call; at most `limit`."""
+    if limit <= 0:
+        return []
+    candidates = (
+        TrailSelection.objects.filter(
+            node_key=selection.node_key,
+            status=Status.PENDING,
+            round__status=Status.PENDING,
+            round__claim__status=ClaimStatus.SEARCHING,
+            round__claim__sentence__verification_id=selection.round.claim.sentence.verification_id,
+        )
+        .exclude(pk=selection.pk)
+        .select_related("round__claim")
+        .order_by("pk")[: limit * 2]
     )
+    taken: list[TrailSelection] = []
+    for peer in candidates:
+        if len(taken) < limit and trail_selection_begin(peer.pk):
+            taken.append(peer)
+    return taken
+
+
+def trail_selections_release(selection_ids) -> None:
+    """Taken selections given back (running → pending), for their own tasks to ask again."""
+    TrailSelection.objects.filter(pk__in=list(selection_ids), status=Status.RUNNING).update(status=Status.PENDING)
+
+
+def trail_selections_reset(verification_id) -> None:
+    """A resumed run (nobody works on it any more): selections its dead worker had taken are
+    pending again."""
+    TrailSelection.objects.filter(
+        status=Status.RUNNING,
+        round__status=Status.PENDING,
+        round__claim__sentence__verification_id=verification_id,
+    ).update(status=Status.PENDING)
 
 
 def trail_selection_save(selection_id: int, *, result: dict, prompt_tokens: int, completion_tokens: int) -> bool:

@@ -93,6 +93,7 @@ def resume(verification_id) -> None:
     """Enqueue a running run's unfinished items again and redo the joins that may have missed
     their last arrival; finishes the run if nothing is left."""
     plan = services.verification_resume_plan(verification_id)
+    services.trail_selections_reset(verification_id)  # what a dead worker had taken
     requeue(plan, ask_types_again=True)
     trail.begin(verification_id)  # a trail run's documents not read yet
     for claim_id in plan.judged:

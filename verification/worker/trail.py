@@ -13,6 +13,7 @@ A node given as a web address is read first (`trail_node_read`); claims wait for
 import logging
 
 from django.conf import settings
+from django.db.models import Count
 
 from verification import services
 from verification.clients import providers
@@ -21,7 +22,8 @@ from verification.models import Claim, ClaimStatus, Status, TrailNode, TrailRoun
 from verification.pipeline import trail_loop
 from verification.pipeline.trail_graph import DocumentRef, Trail
 from verification.pipeline.trail_graph import TrailNode as Node
-from verification.pipeline.trail_select import SYSTEM_PROMPT, NodeSelection, SelectionOptions, select_evidence
+from verification.pipeline.trail_select import SYSTEM_PROMPT, NodeSelection, SelectionOptions
+from verification.pipeline.trail_select_many import select_evidence_many
 from verification.pipeline.trail_verdict import TrailVerdict, judge_round
 from verification.pipeline.types import StepError
 from verification.worker import base, cpu, joins
@@ -125,46 +127,88 @@ def _resume_round(trail_round: TrailRound) -> None:
         base.send("trail_verdict", trail_round.pk)
         return
     unfinished = trail_round.selections.exclude(status=Status.DONE).values_list("pk", flat=True)
+    wait = settings.TRAIL_BATCH_WAIT_S if _others_behind(trail_round) else None
     for selection_id in unfinished:
-        base.send("trail_select", selection_id)
+        base.send("trail_select", selection_id, countdown=wait)
     if not unfinished and services.trail_round_take_verdict(trail_round.pk):
         base.send("trail_verdict", trail_round.pk)
 
 
+def _others_behind(trail_round: TrailRound) -> bool:
+    """Whether another claim of the run is still on its way to this round (being found, or in an
+    earlier round): a moment's wait may let it share this round's calls. Claims reach the same
+    texts round by round (every first round reads the final text's inputs); with nobody behind,
+    a wait would only be latency."""
+    claim = trail_round.claim
+    others = Claim.objects.filter(sentence__verification_id=claim.sentence.verification_id).exclude(pk=claim.pk)
+    behind = others.filter(status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING]).annotate(
+        rounds=Count("trail_rounds")
+    )
+    return (
+        behind.filter(rounds__lt=trail_round.index).exists()
+        or claim.sentence.verification.sentences.exclude(status__in=[Status.DONE, Status.FAILED])
+        .filter(claims__isnull=True)
+        .exists()
+    )
+
+
 @base.step("selecting a claim's evidence in a text of its trail", give_up=_fail_selection)
-def trail_select(selection_id: int) -> None:
-    """One node's evidence for one claim (cached per claim, node text, model and options)."""
+def trail_select(selection_id: int, alone: bool = False) -> None:
+    """One text's evidence for a claim, asked together with the other claims of the run waiting
+    for the same text (at most TRAIL_BATCH_CLAIMS in a call: trail_select_many); cached per claim,
+    text, model and options."""
     selection = TrailSelection.objects.select_related("round__claim__sentence__verification").get(pk=selection_id)
     claim = selection.round.claim
     verification = claim.sentence.verification
     base.hold(verification.pk)
     if claim.status != ClaimStatus.SEARCHING or not services.trail_selection_begin(selection_id):
-        return
+        return  # ended, or another claim's task took it into its call
+    limit = 0 if alone else settings.TRAIL_BATCH_CLAIMS - 1
+    peers = services.trail_selections_take_peers(selection, limit=limit)
+    batch = [selection, *peers]
     text = TrailNode.objects.get(verification=verification, key=selection.node_key).text
     llm = providers.llm_client(verification.settings["model"])
     options = selection_options()
-    key = cache_key("trail-select", llm.base_url, llm.model, SYSTEM_PROMPT, claim.text, text, repr(options))
-    found = lookup(key)
-    if found is not None:
-        services.usage_add(verification.pk, llm_cached=1)
-        result = NodeSelection.from_dict({**found, "node_id": selection.node_key})
-    else:
+    keys = {
+        s.pk: cache_key("trail-select", llm.base_url, llm.model, SYSTEM_PROMPT, s.round.claim.text, text, repr(options))
+        for s in batch
+    }
+    results = {
+        s.pk: NodeSelection.from_dict({**found, "node_id": s.node_key}) for s in batch if (found := lookup(keys[s.pk]))
+    }
+    services.usage_add(verification.pk, llm_cached=len(results))
+    asked = [s for s in batch if s.pk not in results]
+    if asked:
         # The node is split and ranked here, in the task's thread: a book-length node takes a
         # second or two of CPU (the CPU pool takes web pages, whose parsing is much heavier).
         try:
-            result = select_evidence(llm, claim=claim.text, node_id=selection.node_key, text=text, options=options)
+            found = select_evidence_many(
+                llm, claims=[s.round.claim.text for s in asked], node_id=selection.node_key, text=text, options=options
+            )
         except StepError as error:
+            if peers:
+                return _ask_alone(batch)
             return _fail_selection(selection_id, reason=str(error), transient=error.transient)
         finally:
             services.usage_add(verification.pk, usage=llm.usage)
-        store(key, result.as_dict())
-    if services.trail_selection_save(
-        selection_id,
-        result=result.as_dict(),
-        prompt_tokens=llm.usage.prompt_tokens,
-        completion_tokens=llm.usage.completion_tokens,
-    ):
-        base.send("trail_verdict", selection.round_id)
+        for s, result in zip(asked, found, strict=True):
+            results[s.pk] = result
+            store(keys[s.pk], result.as_dict())
+    share = max(len(asked), 1)  # a shared call's tokens, split between the claims it answered
+    for s in batch:
+        tokens = (llm.usage.prompt_tokens // share, llm.usage.completion_tokens // share) if s in asked else (0, 0)
+        if services.trail_selection_save(
+            s.pk, result=results[s.pk].as_dict(), prompt_tokens=tokens[0], completion_tokens=tokens[1]
+        ):
+            base.send("trail_verdict", s.round_id)
+
+
+def _ask_alone(batch: list[TrailSelection]) -> None:
+    """A shared call failed: each claim is asked again on its own, so that a failure costs only
+    the claim it concerns (a text or a claim the model cannot answer) and not the others."""
+    services.trail_selections_release([selection.pk for selection in batch])
+    for selection in batch:
+        base.send("trail_select", selection.pk, True)
 
 
 @base.step("judging a round of a claim's trail", give_up=_fail_round)
