@@ -1,6 +1,7 @@
 """Everyday use (issue 17): "My checks" lists the runs this browser (or API caller) started and
 nobody else's; their creator may delete them (the permalink then says so) and cancel one under way."""
 
+import re
 import time
 
 import lxml.html
@@ -264,3 +265,10 @@ def test_a_judgement_in_flight_at_cancel_is_counted_but_not_saved_so_every_view_
     result = client.get(f"/api/verifications/{run_id}").json()
     listed = client.get("/api/verifications", headers={"X-Client-Token": TOKEN}).json()
     assert listed[0]["id"] == run_id and listed[0]["score"] == result["score"]
+    # What it will never check says so, instead of "being checked … so far".
+    held = next(c for s in result["sentences"] for c in s["claims"] if "completed" in c["text"])
+    assert held["outcome"] == "not_checked" and held["note"] == "not checked: the run was cancelled"
+    page = client.get(f"/v/{run_id}", headers={"X-Client-Token": TOKEN}).content.decode()
+    assert not re.findall(r'class="outcome-tag[^"]*" data-outcome="pending"', page)  # only the legend has it
+    assert "Still being checked" not in page and "so far, from" not in page
+    assert "finished and are counted in its usage" in page

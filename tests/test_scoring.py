@@ -7,6 +7,7 @@ import pytest
 from verification.scoring import (
     BAND_LABELS,
     NO_CLAIM,
+    NOT_CHECKED,
     OUTCOME_ICONS,
     OUTCOME_LABELS,
     OUTCOMES,
@@ -464,7 +465,7 @@ def test_a_sentences_outcome_follows_its_status_and_claims(tally, status, claim_
 
 
 def test_every_outcome_has_a_label():
-    assert set(OUTCOME_LABELS) == {*OUTCOMES, PENDING, NO_CLAIM}
+    assert set(OUTCOME_LABELS) == {*OUTCOMES, PENDING, NO_CLAIM, NOT_CHECKED}
 
 
 # --- the words

@@ -10,7 +10,7 @@ from ninja import Field, Schema
 
 from verification.inputs.documents import EVIDENCE_MODES
 from verification.models import ClaimStatus, SourceType, Status, Verdict
-from verification.scoring import NO_CLAIM, OUTCOMES, PENDING, SCORE_RULES
+from verification.scoring import NO_CLAIM, NOT_CHECKED, OUTCOMES, PENDING, SCORE_RULES
 from verification.selectors import PROBLEM_STEPS
 
 
@@ -35,8 +35,8 @@ ClaimStatusValue = Literal[tuple(ClaimStatus.values)]
 VerdictValue = Literal[tuple(Verdict.values)]
 # "" until the source's type is decided.
 SourceTypeValue = Literal[(*SourceType.values, "")]
-ClaimOutcome = Literal[(*OUTCOMES, PENDING)]
-SentenceOutcome = Literal[(*OUTCOMES, PENDING, NO_CLAIM)]
+ClaimOutcome = Literal[(*OUTCOMES, PENDING, NOT_CHECKED)]
+SentenceOutcome = Literal[(*OUTCOMES, PENDING, NO_CLAIM, NOT_CHECKED)]
 Score = Annotated[
     float | None,
     Field(ge=0, le=1, description="supported ÷ counted evidence under the score rule; null when none counts"),

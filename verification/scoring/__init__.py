@@ -38,6 +38,7 @@ from verification.scoring.counts import (
     EVIDENCE_NOUNS,
     IRRELEVANT,
     NO_CLAIM,
+    NOT_CHECKED,
     NOT_SUPPORTED,
     OUTCOME_ICONS,
     OUTCOME_LABELS,
@@ -66,6 +67,7 @@ from verification.scoring.trails import (
     trail_score,
 )
 from verification.scoring.words import (
+    CANCELLED_NOTE,
     explain,
     explain_sentence,
     outcome,
@@ -75,6 +77,7 @@ from verification.scoring.words import (
 )
 
 __all__ = [
+    "CANCELLED_NOTE",
     "TRAIL_VERDICT_LABELS",
     "TRAIL_VERDICTS",
     "UNSUPPORTED",
@@ -89,6 +92,7 @@ __all__ = [
     "IRRELEVANT",
     "NOT_SUPPORTED",
     "NO_CLAIM",
+    "NOT_CHECKED",
     "OUTCOMES",
     "OUTCOME_ICONS",
     "OUTCOME_LABELS",

@@ -36,6 +36,8 @@ BAND_LABELS = {
 OUTCOMES = ("supported", "contradicted", "mixed", "unconfirmed", "no_evidence", "failed")
 PENDING = "pending"
 NO_CLAIM = "no_claim"  # a sentence's outcome only: nothing in it could be checked
+# A claim or sentence of a cancelled run that its checks never reached: it will not be checked.
+NOT_CHECKED = "not_checked"
 OUTCOME_LABELS = {
     "supported": "supported",
     "contradicted": "contradicted",
@@ -45,6 +47,7 @@ OUTCOME_LABELS = {
     "failed": "check failed",
     PENDING: "being checked",
     NO_CLAIM: "nothing to check",
+    NOT_CHECKED: "not checked",
 }
 # A shape per outcome, drawn beside the colour, so that contradicted (✗), unconfirmed (?) and
 # supported (✓) differ without colour vision and in greyscale (a red 0% is either of the first two).
@@ -57,6 +60,7 @@ OUTCOME_ICONS = {
     "failed": "!",
     PENDING: "…",
     NO_CLAIM: "·",
+    NOT_CHECKED: "○",
 }
 # One piece of evidence, said of the page ("it supports the claim"), in the outcomes' words.
 VERDICT_LABELS = {SUPPORTED: "supports", NOT_SUPPORTED: "contradicts", IRRELEVANT: "does not address it"}

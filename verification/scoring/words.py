@@ -1,7 +1,10 @@
 """Outcomes and the words for them: what a claim's or a sentence's tally means (supported,
 contradicted, mixed…), said in a sentence for the pages, the reports and the CLI."""
 
-from verification.scoring.counts import NO_CLAIM, OUTCOME_LABELS, PENDING, RULE_DECISIVE, Tally
+from verification.scoring.counts import NO_CLAIM, NOT_CHECKED, OUTCOME_LABELS, PENDING, RULE_DECISIVE, Tally
+
+# What an unfinished claim of a cancelled run says: it was never checked, and will not be.
+CANCELLED_NOTE = "not checked: the run was cancelled"
 
 
 def outcome(tally: Tally, *, finished: bool, failed: bool = False) -> str:
@@ -36,6 +39,8 @@ def explain(tally: Tally, result: str, *, reason: str = "", noun: str = "page") 
     nouns = (noun, noun + "s")
     if result == PENDING:
         return "still being checked"
+    if result == NOT_CHECKED:
+        return CANCELLED_NOTE
     if result == NO_CLAIM:
         return reason or "no checkable claim in this sentence"
     if result == "failed" and not tally.judged:
@@ -72,9 +77,14 @@ def explain(tally: Tally, result: str, *, reason: str = "", noun: str = "page") 
     return text
 
 
-def sentence_outcome(tally: Tally, *, status: str, claim_outcomes: list[str]) -> str:
-    if status in ("pending", "running"):
+def sentence_outcome(tally: Tally, *, status: str, claim_outcomes: list[str], cancelled: bool = False) -> str:
+    """`cancelled`: its run was cancelled, so what is unfinished will stay so."""
+    if status in ("pending", "running") and not cancelled:
         return PENDING
+    if cancelled and claim_outcomes and all(result == NOT_CHECKED for result in claim_outcomes):
+        return NOT_CHECKED
+    if cancelled and not claim_outcomes and status in ("pending", "running"):
+        return NOT_CHECKED
     if status == "failed":
         return "failed"
     if not claim_outcomes:

@@ -27,6 +27,7 @@ from verification.models import (
 )
 from verification.scoring import (
     EVIDENCE_NOUNS,
+    NOT_CHECKED,
     EvidenceRecord,
     Scores,
     compute_scores,
@@ -147,8 +148,11 @@ def evidence_noun(verification: Verification) -> str:
     return EVIDENCE_NOUNS.get(verification.settings.get("evidence", "web"), "page")
 
 
-def verdicts(scores: Scores, claims: list[ClaimRecord], sentences: list, *, noun: str = "page") -> Verdicts:
-    """`noun`: what one piece of evidence is called in the notes (evidence_noun)."""
+def verdicts(
+    scores: Scores, claims: list[ClaimRecord], sentences: list, *, noun: str = "page", cancelled: bool = False
+) -> Verdicts:
+    """`noun`: what one piece of evidence is called in the notes (evidence_noun). `cancelled`:
+    the run was cancelled, so what it did not finish says so instead of "being checked"."""
     # A sentence's evidence comes from several claims' searches: "sources", unless all are documents.
     sentence_noun = "document" if noun == "document" else "source"
     by_claim, by_sentence = {}, defaultdict(list)
@@ -156,7 +160,9 @@ def verdicts(scores: Scores, claims: list[ClaimRecord], sentences: list, *, noun
     for claim in claims:
         tally = scores.claim(claim.id)
         finished = claim.status in (ClaimStatus.DONE, ClaimStatus.FAILED)
-        result = outcome(tally, finished=finished, failed=claim.status == ClaimStatus.FAILED)
+        result = outcome(tally, finished=finished or cancelled, failed=claim.status == ClaimStatus.FAILED)
+        if cancelled and not finished and result == "no_evidence":
+            result = NOT_CHECKED  # nothing was judged for it before the cancel
         by_claim[claim.id] = (result, explain(tally, result, reason=claim.error, noun=noun))
         by_sentence[claim.sentence_index].append(by_claim[claim.id])
         if result == "failed":
@@ -166,7 +172,7 @@ def verdicts(scores: Scores, claims: list[ClaimRecord], sentences: list, *, noun
         tally = scores.sentence(sentence.index)
         claim_results = by_sentence[sentence.index]
         outcomes, notes = [o for o, _ in claim_results], [n for _, n in claim_results]
-        result = sentence_outcome(tally, status=sentence.status, claim_outcomes=outcomes)
+        result = sentence_outcome(tally, status=sentence.status, claim_outcomes=outcomes, cancelled=cancelled)
         # A failed claim's items are told once, in "N claims could not be checked (why)", not
         # again as the sentence's unjudged items.
         untold = replace(tally, failed=tally.failed - told_by_claims[sentence.index])

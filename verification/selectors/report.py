@@ -96,7 +96,13 @@ def verification_report(verification: Verification, state: ViewState) -> Report:
     scores = verification_scores(verification, state)
     rows = once_finished(verification, "report-rows", lambda: _report_rows(verification))
     noun = evidence_noun(verification)
-    found = verdicts(scores, claim_records(verification), [sentence for sentence, _ in rows], noun=noun)
+    found = verdicts(
+        scores,
+        claim_records(verification),
+        [sentence for sentence, _ in rows],
+        noun=noun,
+        cancelled=verification.status == Status.CANCELLED,
+    )
     # Footnotes are numbered as the sentences and claims cite them, in order.
     footnotes: list[Footnote] = []
     sentences = [_sentence_entry(sentence, claims, scores, found, footnotes, noun) for sentence, claims in rows]

@@ -10,6 +10,7 @@ from verification.models import (
     Evidence,
     Origin,
     Source,
+    Status,
     Verification,
 )
 from verification.pipeline import domains
@@ -44,7 +45,13 @@ def verification_result(verification: Verification, state: ViewState | None = No
     for item in evidence.select_related("source").order_by("claim_id", "-relevance", "pk"):
         evidence_by_claim[item.claim_id].append(item)
     scores = verification_scores(verification, state)
-    found = verdicts(scores, claim_records(verification), sentences, noun=evidence_noun(verification))
+    found = verdicts(
+        scores,
+        claim_records(verification),
+        sentences,
+        noun=evidence_noun(verification),
+        cancelled=verification.status == Status.CANCELLED,
+    )
     found_by = source_providers(verification)
     return {
         "id": str(verification.pk),

@@ -76,7 +76,9 @@ def result_page(verification: Verification, state: ViewState) -> dict:
     )
     sentences = once_finished(verification, "sentences", lambda: sentence_rows(verification))
     noun = evidence_noun(verification)
-    found = verdicts(scores, claim_records(verification), sentences, noun=noun)
+    found = verdicts(
+        scores, claim_records(verification), sentences, noun=noun, cancelled=verification.status == Status.CANCELLED
+    )
     selected = next((s for s in sentences if s.index == state.sentence), None)
     finished = verification.status in FINISHED
     problems = verification_problems(verification)

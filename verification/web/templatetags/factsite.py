@@ -28,7 +28,8 @@ def sentence_link(part: dict, path: str, selected) -> str:
     outcome and score in words: the badge's "0%" glued to the text said neither. Built in Python:
     a long text has hundreds of these, and the live recompute re-renders them all."""
     sentence, tally, words = part["sentence"], part["tally"], part["words"]
-    checking = sentence.status in ("pending", "running")
+    # Its outcome, not its status: a cancelled run's unfinished sentences are not being checked.
+    checking = words["outcome"] == "pending"
     is_selected = selected is not None and selected.index == sentence.index
     url = path + part["select_query"]
     icon = words["icon"]
