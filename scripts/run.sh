@@ -6,6 +6,16 @@
 # The web server is gunicorn, one process with WEB_THREADS threads (factsite/gunicorn_conf.py).
 # Ctrl-C or SIGTERM stops everything it started (the server ends its own CPU pool).
 set -euo pipefail
+# Started with SIGINT ignored (in the background by a script, as some CI runners start jobs), bash
+# can neither trap it nor give it back to what it starts, and Ctrl-C would stop nothing as it
+# should: start again with SIGINT at its default, as from a terminal (and SIGPIPE and SIGXFSZ,
+# which Python ignores, too).
+if [ -n "$(trap -p INT)" ]; then
+  exec "${PYTHON:-python3}" -c 'import os, signal, sys
+for signum in (signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
+    signal.signal(signum, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' bash "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 if [ -f .env ]; then set -a; . ./.env; set +a; fi

@@ -3,6 +3,7 @@ outside world (tests/fakes.py) on 127.0.0.1, wired into settings."""
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -14,12 +15,21 @@ import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
 from django.db import connection
+from django.test.utils import override_settings
 
 from factsite.celery import app as celery_app
 from tests.fakes import FakeLLM, FakeSerper, FakeSite, sample_sites
 from tests.processes import Processes
+from verification.worker import heartbeat
 
 MODEL = "fake-model"
+
+# Started in the background by a script (some CI runners start jobs so), a test run inherits
+# SIGINT ignored, Python keeps it ignored, and so would every process the tests start: the tests
+# that stop a server or the CLI with Ctrl-C then failed every time. This run takes the handler
+# Python gives a process started from a terminal (its children start with SIGINT at its default).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def free_port() -> int:
@@ -69,6 +79,15 @@ def redis_url(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's test database, and before it is dropped, this process's heartbeat stopped:
+    started by the in-process worker (worker_init) or a task run here (heartbeat.hold), it beat
+    on after the database was gone, a "heartbeat failed" in CI's log every beat."""
+    yield
+    heartbeat.stop()
+
+
+@pytest.fixture(scope="session")
 def celery_worker(redis_url, django_db_setup, django_db_blocker):
     """A real Celery worker (thread pool) in this process, consuming from the real Redis."""
     celery_app.conf.broker_url = redis_url
@@ -89,12 +108,21 @@ def search_serper_only(settings):
     settings.SEARCH_PROVIDERS = ["serper"]
 
 
+def pytest_configure(config):
+    # Outside a test's own cache (isolated_cache): session fixtures, and tasks of the in-process
+    # worker that end after their test. Never the checkout's var/cache (settings.py's default),
+    # which would keep what a test cached for later tests and the developer's own server.
+    override_settings(CACHES=_in_memory_cache()).enable()
+
+
+def _in_memory_cache() -> dict:
+    return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": uuid.uuid4().hex}}
+
+
 @pytest.fixture(autouse=True)
 def isolated_cache(settings):
     """A fresh in-memory cache per test: cached answers must not leak between tests."""
-    settings.CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": uuid.uuid4().hex}
-    }
+    settings.CACHES = _in_memory_cache()
 
 
 @pytest.fixture

@@ -28,6 +28,15 @@ def die_with_parent() -> None:
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def as_from_a_terminal() -> None:
+    """As `preexec_fn`: `die_with_parent`, and SIGINT at its default, as a terminal starts a
+    command, whatever this process inherited: an ignored SIGINT survives exec (Popen's
+    `restore_signals` restores only what Python itself ignores, SIGPIPE and SIGXFSZ), and a
+    Python child would then never see its Ctrl-C."""
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def wait_until(condition, timeout: float, what, interval: float = 0.2):
     """`what`: a text or a function giving one (the state to show when time is up)."""
     deadline = time.monotonic() + timeout
@@ -53,15 +62,22 @@ class Processes:
         return self.start_command(name, [sys.executable, *args], **env)
 
     def start_command(self, name: str, command: list[str], **env) -> subprocess.Popen:
+        env = {**self.env, **env}
+        if not env.get("CACHE_URL") and not env.get("REDIS_URL"):
+            # settings.py's cache would be the files of the checkout's var/cache, shared by every
+            # test and the developer's own server: a cached answer from an earlier test meant the
+            # call a later test waited for never came. With REDIS_URL the cache is that Redis,
+            # the test's own (`broker`, flushed; or a redis-server of its own).
+            env["CACHE_URL"] = "locmemcache://"
         log = (self.logs / f"{name}.log").open("ab")
         process = subprocess.Popen(
             command,
             cwd=self.cwd,
-            env={**self.env, **env},
+            env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=die_with_parent,
+            preexec_fn=as_from_a_terminal,
         )
         log.close()
         self.running.append(process)

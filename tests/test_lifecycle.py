@@ -130,6 +130,33 @@ def test_stopping_the_cli_ends_every_process_it_started(world, processes, tmp_pa
     assert_all_end(started, f"after {signal.Signals(signum).name} to manage.py verify")
 
 
+def ignoring_sigint(command: list[str]) -> list[str]:
+    """`command` started with SIGINT ignored, as a script's background job (some CI runners) or
+    `nohup`-like wrappers start it: Python then installs no KeyboardInterrupt handler of its own."""
+    return ["bash", "-c", 'trap "" INT; exec "$@"', "bash", *command]
+
+
+@pytest.mark.parametrize("what", ["web server", "cli"])
+def test_a_process_started_with_sigint_ignored_still_stops_on_sigint(world, processes, tmp_path, what):
+    world.llm.held_words = (HELD,)
+    text = tmp_path / "answer.txt"
+    text.write_text(TEXT)
+    port = free_port()
+    command = {
+        "web server": ["manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        "cli": ["manage.py", "verify", "--mode", "sparse", "--file", str(text)],
+    }[what]
+    started = processes.start_command(what, ignoring_sigint([sys.executable, *command]), CPU_PROCESSES="0")
+    if what == "web server":
+        submit(processes.until_serving(port))
+    wait_until(lambda: world.llm.held >= 1, READY_WITHIN_S, processes.tail)
+    tree = process_tree(started.pid)
+
+    os.kill(started.pid, signal.SIGINT)
+
+    assert_all_end(tree, f"after SIGINT to the {what} started with SIGINT ignored")
+
+
 def test_stopping_a_celery_worker_ends_its_cpu_pool(world, processes, broker):
     world.llm.held_words = (HELD,)
     web = processes.gunicorn(free_port(), REDIS_URL=broker)
@@ -239,6 +266,21 @@ def test_stopping_run_sh_ends_everything_it_started(world, processes, signum):
         os.kill(script.pid, signum)
 
     assert_all_end(started, f"after {signal.Signals(signum).name} to scripts/run.sh")
+
+
+def test_run_sh_started_with_sigint_ignored_still_stops_on_ctrl_c_and_says_so(world, processes):
+    # bash cannot trap a signal ignored when it started, nor give it back to what it starts.
+    port = free_port()
+    script = processes.start_command(
+        "run.sh", ignoring_sigint(["bash", "scripts/run.sh"]), PORT=str(port), CPU_PROCESSES="0"
+    )
+    processes.until_serving(port)
+    started = process_tree(script.pid)
+
+    os.killpg(script.pid, signal.SIGINT)
+
+    assert_all_end(started, "after Ctrl-C to scripts/run.sh started with SIGINT ignored")
+    assert script.wait(ENDED_WITHIN_S) == 128 + signal.SIGINT  # as a shell reports an interrupted command
 
 
 SIMULTANEOUS = 70

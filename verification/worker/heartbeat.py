@@ -13,7 +13,6 @@ import os
 import secrets
 import socket
 import threading
-import time
 from collections import Counter
 from contextlib import contextmanager
 
@@ -30,6 +29,7 @@ _holding: Counter = Counter()  # run id → tasks of it running in this process 
 _recent: set = set()  # runs that had a task since the last beat (short tasks end between beats)
 _local = threading.local()
 _thread: threading.Thread | None = None
+_stop = threading.Event()  # the running thread's: set, it ends
 _name: tuple[int, str] | None = None  # (pid, name): a forked child gets a name of its own
 
 
@@ -88,13 +88,27 @@ def beat() -> None:
 
 def start() -> None:
     """Start beating (once per process; again in a forked child, where the thread is not)."""
-    global _thread
+    global _thread, _stop
     if _thread is not None and _thread.is_alive():
         return
     with _lock:
         if _thread is None or not _thread.is_alive():
-            _thread = threading.Thread(target=_beat_forever, name="factsite-heartbeat", daemon=True)
+            _stop = threading.Event()
+            _thread = threading.Thread(target=_beat_forever, args=(_stop,), name="factsite-heartbeat", daemon=True)
             _thread.start()
+
+
+def stop(timeout: float = 30.0) -> None:
+    """Stop beating: the thread ends after the beat in progress, if one is (waited for up to
+    `timeout`). Safe to call when not beating; `start` beats again. A test run stops it before
+    it drops its database: left beating, the thread logged "heartbeat failed" until the
+    process ended."""
+    global _thread
+    with _lock:
+        thread, _thread = _thread, None
+        _stop.set()
+    if thread is not None:
+        thread.join(timeout)
 
 
 def _embedded() -> bool:
@@ -104,7 +118,9 @@ def _embedded() -> bool:
 
 
 def beat_now() -> None:
-    """One beat outside the beating thread (e.g. the moment the warm-up ends)."""
+    """One beat outside the beating thread (e.g. the moment the warm-up ends); none once stopped."""
+    if _stop.is_set():
+        return
     try:
         beat()
     except Exception:  # a busy or unreachable database: the next beat tries again
@@ -115,7 +131,7 @@ def beat_now() -> None:
         connection.close()
 
 
-def _beat_forever() -> None:
-    while True:
+def _beat_forever(stop: threading.Event) -> None:
+    while not stop.is_set():
         beat_now()
-        time.sleep(INTERVAL_S)
+        stop.wait(INTERVAL_S)

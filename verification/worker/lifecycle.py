@@ -37,7 +37,10 @@ def install_stop_handlers() -> None:
         return
     for signum in STOP_SIGNALS:
         previous = signal.getsignal(signum)
-        if previous in (signal.SIG_DFL, signal.default_int_handler):
+        # An ignored SIGINT was inherited, not chosen: a process started in the background by a
+        # script gets it so (and Python then installs no KeyboardInterrupt), yet Ctrl-C must stop it.
+        inherited = signum == signal.SIGINT and previous == signal.SIG_IGN
+        if inherited or previous in (signal.SIG_DFL, signal.default_int_handler):
             signal.signal(signum, _on_stop_signal)
 
 
