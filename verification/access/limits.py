@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
@@ -63,7 +64,7 @@ class JsonOnlyApiMiddleware:
             )
             response["Allow"] = ", ".join(sorted(allowed))
             return response
-        if request.method not in BODY_METHODS:
+        if request.method not in BODY_METHODS or _has_no_body(request):
             return None
         if request.content_type == "application/json":
             return None
@@ -79,6 +80,15 @@ class JsonOnlyApiMiddleware:
             },
             status=415,
         )
+
+
+def _has_no_body(request: HttpRequest) -> bool:
+    """A request with no body (`POST …/cancel` with nothing to say) sends nothing to be read as
+    JSON, whatever type it declares: there is nothing to refuse. Told by its headers, before the
+    body is read: no Content-Length (or 0) and no chunked Transfer-Encoding."""
+    if request.headers.get("Transfer-Encoding"):
+        return False
+    return request.META.get("CONTENT_LENGTH") in (None, "", "0")
 
 
 def _api_methods(view_func) -> frozenset[str]:
@@ -264,43 +274,26 @@ def limited_response(request: HttpRequest, limited: RateLimited) -> HttpResponse
     return response
 
 
-# A run being started: recorded before the count, given back once the run exists (run_slot).
-RUN_SLOT = "run_slot"
-
-
 @contextmanager
 def run_slot(client: str, files=()):
     """Around starting a run: yields None while the client may (RUNS_PER_HOUR, and
-    UPLOAD_MB_PER_HOUR for `files`), else RateLimited. The run is counted from the runs
-    themselves (so the limit holds across web processes), plus a slot recorded first for each
-    run being started: simultaneous submissions each see the others' slots, so they cannot all
-    slip under the limit. The slot is given back when the block ends, when the run itself counts."""
-    slot = _reserve_run(client)
-    if isinstance(slot, RateLimited):
-        yield slot
-        return
-    try:
-        yield uploads_limited(client, files)
-    finally:
-        if slot is not None:
-            services.spending_undo(slot)
+    UPLOAD_MB_PER_HOUR for `files`), else RateLimited. The count and the run's creation inside
+    the block are one transaction that no other request of the same client can interleave with
+    (SQLite's IMMEDIATE transactions take the write lock at once; PostgreSQL takes an advisory
+    lock on the client): simultaneous submissions are counted one after the other, so exactly
+    RUNS_PER_HOUR of them start. Counted from the runs themselves, so the limit holds across
+    web processes."""
+    with transaction.atomic():
+        _one_at_a_time(client)
+        yield rate_limited(client) or uploads_limited(client, files)
 
 
-def _reserve_run(client: str):
-    limit = settings.RUNS_PER_HOUR
-    if limit <= 0:
-        return None
-    now = timezone.now()
-    slot = services.spending_add(client=client, kind=RUN_SLOT, amount=1, forget_before=now - WINDOW)
-    created = selectors.client_run_times(client, since=now - WINDOW)
-    starting = len(selectors.client_spending(client, RUN_SLOT, since=now - WINDOW))
-    if len(created) + starting <= limit:
-        return slot
-    services.spending_undo(slot)
-    if len(created) < limit:
-        # Others' runs being started take the last places: one of them may still fail, so soon.
-        return RateLimited(used=len(created) + starting - 1, limit=limit, retry_after=1)
-    return _run_limit(created, limit, now)
+def _one_at_a_time(client: str) -> None:
+    if connection.vendor == "postgresql":
+        key = int.from_bytes(hashlib.sha256(f"factsite-run:{client}".encode()).digest()[:8], "big", signed=True)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+    # SQLite: the transaction began IMMEDIATE (settings), holding the database's write lock.
 
 
 def rate_limited(client: str) -> RateLimited | None:
