@@ -164,7 +164,10 @@ def test_runs_finish_after_their_worker_is_killed_mid_run_and_another_starts(wor
     assert_ended_with_reasons(ids)
     runs = Verification.objects.filter(pk__in=ids)
     assert {run.status for run in runs} == {Status.DONE}
-    assert all(run.resumes >= 1 for run in runs)  # the killed worker's tasks came back through the sweeper
+    # The killed worker's tasks came back through the sweeper: sent again as soon as it was known
+    # gone (issue 27.2), or, for a run it alone held, by resuming the run.
+    sent_again = "had taken when it stopped beating" in processes.log("worker2")
+    assert sent_again or all(run.resumes >= 1 for run in runs)
     for verification_id in ids:
         result = requests.get(f"{web}/api/verifications/{verification_id}", timeout=10).json()
         assert [s["status"] for s in result["sentences"]] == ["done"] * 4
@@ -797,3 +800,61 @@ def test_a_trail_run_whose_queued_tasks_were_lost_mid_trail_is_resumed_to_the_sa
     run.refresh_from_db()
     assert run.status == Status.DONE
     assert verdicts(run) == verdicts(whole)
+
+
+@pytest.mark.django_db
+def test_the_tasks_a_dead_worker_had_taken_are_sent_again_though_its_runs_look_attended(world, inline):
+    """Issue 27.2: a `celery worker` killed with tasks taken (they left Redis with it) while
+    another worker goes on with the same runs: the runs are touched, so they never look stalled,
+    and their lost items waited for the backlog to drain. The sweeper sends the dead process's
+    tasks again as soon as it is known gone, and only those."""
+    from verification.models import WorkerProcess
+    from verification.worker import resume
+
+    verification = inline.start(ONE_SENTENCE)
+    for _ in range(2):  # the start and the decomposition: the claim's search is queued
+        task, args = inline.queue.pop(0)
+        task(*args)
+    lost = [(task.name, list(args)) for task, args in inline.queue if task.name.endswith("claim_search")]
+    assert lost
+    inline.queue.clear()  # taken by the worker that dies
+    now = timezone.now()
+    WorkerProcess.objects.create(
+        name="dead",
+        kind="celery",
+        started_at=now - timedelta(minutes=5),
+        beat_at=now - timedelta(minutes=1),
+        tasks=lost,
+    )
+    WorkerProcess.objects.create(name="alive", kind="celery", started_at=now, beat_at=now)
+    Verification.objects.filter(pk=verification.pk).update(touched_at=now, owner="alive")
+
+    resume.sweep()
+
+    assert [(task.name, list(args)) for task, args in inline.queue] == lost
+    inline.run_all()
+    assert run_states([verification.pk])[str(verification.pk)] == Status.DONE
+    resume.sweep()
+    assert not inline.queue  # sent once
+    assert WorkerProcess.objects.get(name="dead").tasks == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_records_the_tasks_it_has_taken_until_they_end(client, world, celery_worker):
+    from verification.models import WorkerProcess
+
+    world.llm.held_words = ("1889",)
+    response = client.post(
+        "/api/verifications", {"text": TEXT, "settings": {"retrieval_mode": "sparse"}}, content_type="application/json"
+    )
+    assert response.status_code == 201
+    wait_until(lambda: world.llm.held >= 1, 30, lambda: "a call held")
+    heartbeat.beat()
+    taken = WorkerProcess.objects.get(name=heartbeat.process_name()).tasks
+    assert any(name.startswith("verification.tasks.") for name, _ in taken), taken
+
+    world.llm.release()
+    run_id = response.json()["id"]
+    wait_until(lambda: run_states([run_id])[run_id] not in UNFINISHED, 60, lambda: "ended")
+    heartbeat.beat()
+    assert WorkerProcess.objects.get(name=heartbeat.process_name()).tasks == []

@@ -337,6 +337,10 @@ class WorkerProcess(models.Model):
     beat_at = models.DateTimeField(db_index=True)
     # When its CPU pool and model were ready (null while it warms up).
     warm_at = models.DateTimeField(null=True, blank=True)
+    # The tasks it had taken from the shared broker and not finished at its last beat, as
+    # [name, args]: a message leaves Redis when a worker takes it, so those of a process that
+    # died are sent again (worker/resume.sweep), at once, whatever else the queue holds.
+    tasks = models.JSONField(default=list, blank=True)
 
     def __str__(self) -> str:
         return f"{self.kind} process {self.name}"

@@ -99,9 +99,11 @@ from verification.services.workers import (
     worker_process_beat,
     worker_processes_alive,
     worker_processes_forget,
+    worker_tasks_orphaned,
 )
 
 __all__ = [
+    "worker_tasks_orphaned",
     "trail_selections_reset",
     "trail_selections_release",
     "trail_selections_take_peers",

@@ -10,13 +10,13 @@ import os
 import threading
 import time
 
-from celery.signals import worker_init, worker_shutting_down
+from celery.signals import task_postrun, task_received, task_rejected, task_revoked, worker_init, worker_shutting_down
 from django.conf import settings
 from django.db import close_old_connections
 
 from factsite.celery import app
 from verification.inputs.forms import DEFAULT_SETTINGS
-from verification.worker import cpu, heartbeat, lifecycle
+from verification.worker import base, cpu, heartbeat, lifecycle
 
 logger = logging.getLogger(__name__)
 _embedded_lock = threading.Lock()
@@ -90,6 +90,30 @@ def _start_worker_process(**_) -> None:
     # it, and so the first LLM request, by ~1 s on 2 cores, while the pool is first needed only
     # after that request and a search.
     lifecycle.preload_in_background(splitter=False, then=warm_up)
+
+
+# The step tasks a worker process took and has not finished, for its beats (heartbeat.task_taken):
+# the sweeper sends them again if it dies. The sweeper's own tasks are beat's, sent again anyway.
+def _is_step(name: str | None) -> bool:
+    return bool(name) and name.startswith(base.TASK_PREFIX) and name not in (SWEEP_TASK, CLEANUP_TASK)
+
+
+@task_received.connect
+def _taken(request=None, **_) -> None:
+    if request is not None and _is_step(request.name):
+        heartbeat.task_taken(request.id, request.name, request.args)
+
+
+@task_postrun.connect
+def _done(task_id=None, **_) -> None:
+    heartbeat.task_done(task_id)
+
+
+@task_revoked.connect
+@task_rejected.connect
+def _dropped(request=None, **_) -> None:
+    if request is not None:
+        heartbeat.task_done(request.id)
 
 
 @worker_shutting_down.connect

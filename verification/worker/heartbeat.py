@@ -27,6 +27,9 @@ INTERVAL_S = BEAT_INTERVAL_S
 _lock = threading.Lock()
 _holding: Counter = Counter()  # run id → tasks of it running in this process now
 _recent: set = set()  # runs that had a task since the last beat (short tasks end between beats)
+# Task id → [name, args] of the step tasks this process took and has not finished: its beats
+# record them, so that a process that dies without a word has them sent again (resume.sweep).
+_taken: dict[str, list] = {}
 _local = threading.local()
 _thread: threading.Thread | None = None
 _stop = threading.Event()  # the running thread's: set, it ends
@@ -56,6 +59,17 @@ def task_scope():
                     del _holding[key]
 
 
+def task_taken(task_id: str, name: str, args) -> None:
+    """A step's message this process took from the broker (worker/embedded.py's signals)."""
+    with _lock:
+        _taken[task_id] = [name, list(args)]
+
+
+def task_done(task_id: str) -> None:
+    with _lock:
+        _taken.pop(task_id, None)
+
+
 def held_now() -> list[str]:
     """The runs the current task has declared with `hold` so far."""
     return list(getattr(_local, "held", None) or [])
@@ -81,7 +95,8 @@ def beat() -> None:
     with _lock:
         ids = set(_holding) | _recent
         _recent.clear()
-    services.worker_process_beat(process_name(), embedded=_embedded(), warm=cpu.is_warm())
+        taken = list(_taken.values())
+    services.worker_process_beat(process_name(), embedded=_embedded(), warm=cpu.is_warm(), tasks=taken)
     if ids:
         services.verifications_touch(ids, owner=process_name())
 

@@ -49,6 +49,7 @@ def sweep() -> int:
         # owner stopped beating is resumed at once all the same.)
         silent_for *= BACKLOG_PATIENCE
     gone_after = timedelta(seconds=heartbeat.GONE_AFTER_S)
+    _send_orphaned_tasks(gone_after)
     services.worker_processes_forget(gone_for=timedelta(days=1))
     resumed = 0
     for verification_id in services.verifications_stalled(silent_for=silent_for, gone_after=gone_after):
@@ -69,6 +70,17 @@ def sweep() -> int:
 
 
 BACKLOG_PATIENCE = 5
+
+
+def _send_orphaned_tasks(gone_after: timedelta) -> None:
+    """The tasks a `celery worker` that stopped beating had taken are sent again at once, backlog
+    or not: they left the queue with it, and nothing else would run them before its runs went
+    quiet. Only those: the run's other tasks are queued or running elsewhere, and every step
+    skips what is finished, so a task that had done its work before the process died is a no-op."""
+    for process, tasks in services.worker_tasks_orphaned(gone_after=gone_after):
+        logger.warning("sending again the %d tasks %s had taken when it stopped beating", len(tasks), process)
+        for name, args in tasks:
+            base.send(name.removeprefix(base.TASK_PREFIX), *args)
 
 
 def _queued_messages() -> int:
