@@ -2,23 +2,33 @@
 `celery worker` process on the real Redis or (no REDIS_URL) the embedded worker."""
 
 import contextlib
+import fcntl
 import hashlib
 import hmac
 import io
 import json
 import os
+import pty
 import re
 import shutil
+import signal
+import socket
 import sqlite3
+import struct
 import subprocess
 import sys
+import termios
+import threading
+import uuid
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.conftest import ROOT, world_environment
-from tests.fakes import FakePage, FakeSite
+from tests.conftest import ROOT, free_port, world_environment
+from tests.fakes import FakePage, FakeSite, LoopbackServer, _Handler
 from tests.processes import READY_WITHIN_S, wait_until
+from verification.clients import providers
 
 SAMPLE = ROOT / "sample.txt"
 
@@ -301,3 +311,186 @@ def test_verify_refuses_an_invalid_trail_naming_the_node(env, tmp_path):
 
     assert done.returncode == 1
     assert "'missing'" in done.stderr and "node 'a'" in done.stderr
+
+
+# --- quiet by default: the command's own lines on standard error, the task log when asked
+
+# verify.progress_line's format, which programs and these tests read.
+PROGRESS = re.compile(
+    r"^ *\d+%(  starting: [a-z ]+)?"
+    r"  sentences \d+/\d+  claims searched \d+/\d+  pages \d+/\d+  judgements \d+/\d+$"
+)
+
+
+def test_verify_keeps_the_task_log_off_standard_error_by_default(env, world):
+    env["LOG_LEVEL"] = "INFO"  # settings.py's default
+
+    done = manage(env, "verify", "--mode", "sparse", "--file", str(SAMPLE))
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert re.fullmatch(r"verification [0-9a-f-]{36} started", lines[0]), done.stderr
+    assert all(PROGRESS.match(line) for line in lines[1:]), done.stderr
+    assert lines[-1].startswith("100%")
+    assert "Task verification." not in done.stderr and "HTTP Request" not in done.stderr
+    assert "No hostname was supplied" not in done.stderr
+
+
+@pytest.mark.parametrize("asked", [("-v", "2"), ("--log",)])
+def test_verify_shows_the_task_log_when_asked(env, world, asked):
+    env["LOG_LEVEL"] = "INFO"
+
+    done = manage(env, "verify", "--mode", "sparse", *asked, stdin=ONE_SENTENCE)
+
+    assert done.returncode == 0, done.stderr
+    assert "Task verification.tasks.verification_start" in done.stderr
+    assert "HTTP Request: POST" in done.stderr
+    assert any(PROGRESS.match(line) for line in done.stderr.splitlines())
+
+
+def test_verify_redraws_its_progress_in_place_on_a_terminal(env, world):
+    terminal, its_end = pty.openpty()
+    fcntl.ioctl(its_end, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))  # as a terminal says its size
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "verify", "--mode", "sparse", "--file", str(SAMPLE)],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=its_end,
+    )
+    os.close(its_end)
+    shown = bytearray()
+    reader = threading.Thread(target=_read_all, args=(terminal, shown))
+    reader.start()
+    stdout, _ = process.communicate(timeout=180)
+    reader.join(30)
+    os.close(terminal)
+    screen = shown.decode(errors="replace")
+
+    assert process.returncode == 0, screen
+    assert "Overall credibility" in stdout.decode()
+    progress = [line for line in screen.split("\n") if "judgements" in line]
+    assert len(progress) == 1, screen  # one line, redrawn with carriage returns
+    assert progress[0].count("\r") > 1 and "100%" in progress[0] and "judgements 16/16" in progress[0]
+
+
+def _read_all(terminal: int, into: bytearray) -> None:
+    with contextlib.suppress(OSError):  # EIO: every writer has closed the terminal
+        while chunk := os.read(terminal, 4096):
+            into.extend(chunk)
+
+
+# --- Ctrl-C
+
+HELD_TEXT = "The Eiffel Tower is in Paris, France. It was completed in 1889. It is made of steel."
+
+
+def start_manage(environment, *args) -> subprocess.Popen:
+    """`manage.py` in a process group of its own, as a terminal starts a command: a Ctrl-C
+    (SIGINT to the group) reaches it and every process it started."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environment,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def waits_on_a_pipe(pid: int) -> bool:
+    """From /proc: the process sleeps reading a pipe (its standard input here)."""
+    return "pipe" in Path(f"/proc/{pid}/wchan").read_text()
+
+
+def test_ctrl_c_while_verify_waits_for_its_text_exits_130_without_a_traceback(env):
+    verify = start_manage(env, "verify")  # no --file: it reads standard input, left open
+    wait_until(lambda: waits_on_a_pipe(verify.pid), READY_WITHIN_S, "verify reading standard input")
+
+    os.killpg(verify.pid, signal.SIGINT)
+
+    assert verify.wait(60) == 130
+    _, stderr = verify.communicate()
+    assert stderr.strip() == "CommandError: interrupted", stderr
+    assert stored_clients(env) == []
+
+
+def test_ctrl_c_during_a_run_exits_130_and_says_where_its_result_will_be(env, world):
+    world.llm.held_words = ("1889",)  # the run is in flight: the calls about this sentence wait
+    verify = start_manage(env, "verify", "--mode", "sparse")
+    verify.stdin.write(HELD_TEXT)
+    verify.stdin.close()
+    verify.stdin = None
+    wait_until(lambda: world.llm.held >= 1, READY_WITHIN_S, "the run's LLM calls")
+
+    os.killpg(verify.pid, signal.SIGINT)
+
+    assert verify.wait(60) == 130
+    _, stderr = verify.communicate()
+    (run,) = sqlite3.connect(env["DATABASE_URL"].removeprefix("sqlite:///")).execute(
+        "SELECT id FROM verification_verification"
+    )
+    assert "CommandError: interrupted: the run is left unfinished" in stderr
+    assert f"its result will be at /v/{uuid.UUID(run[0])})" in stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+
+
+# --- the LLM server, checked once before the run
+
+
+@contextlib.contextmanager
+def not_http_server():
+    """Something on a port of 127.0.0.1 that answers, but not in HTTP (an SSH server, say)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = listener.accept()
+                with connection:
+                    connection.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    finally:
+        listener.close()
+
+
+@contextlib.contextmanager
+def closed_port():
+    yield f"http://127.0.0.1:{free_port()}/v1"
+
+
+@pytest.mark.parametrize("server", [closed_port, not_http_server])
+@pytest.mark.parametrize("command", [(), ("--trail", str(ROOT / "docs" / "examples" / "trail.json"))])
+def test_verify_refuses_an_llm_server_it_cannot_reach_before_creating_a_run(env, world, server, command):
+    with server() as base_url:
+        env["OPENAI_BASE_URL"] = base_url
+        done = manage(env, "verify", "--mode", "sparse", *command, stdin=ONE_SENTENCE)
+
+    assert done.returncode == 1, done.stderr
+    assert f"at {base_url} (OPENAI_BASE_URL)" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert stored_clients(env) == []  # no run was created
+    assert world.llm.requests == []
+
+
+class _NoModelsList(_Handler):
+    def do_GET(self) -> None:
+        self._json(404, {"error": {"message": "not found"}})
+
+
+@pytest.mark.parametrize("answer", ["a models list", "404 in JSON"])
+def test_the_llm_server_check_takes_any_http_answer(world, settings, answer):
+    server = LoopbackServer(_NoModelsList).start() if answer == "404 in JSON" else world.llm
+    try:
+        settings.OPENAI_BASE_URL = server.url + "/v1"
+
+        assert providers.llm_server_problem(None) == ""
+    finally:
+        if server is not world.llm:
+            server.stop()

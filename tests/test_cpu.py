@@ -1,6 +1,7 @@
 """The CPU pool (verification/worker/cpu.py): parsing and ranking run in other processes, a dead
 process is replaced, and the results are the pipeline's own."""
 
+import contextlib
 import os
 import signal
 import time
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import READY_WITHIN_S, wait_until
 from verification.pipeline import passages
 from verification.pipeline.types import FetchedDocument
 from verification.worker import cpu, cpu_child
@@ -211,3 +213,69 @@ def test_excerpts_for_several_claims_match_choosing_them_one_by_one():
     ]
     assert excerpts == expected
     assert excerpts[0].text == "Queens lay two thousand eggs a day." and excerpts[2] is None
+
+
+# --- Ctrl-C
+
+
+def sigint_in(mask: str, pid: int) -> bool:
+    """From /proc: SIGINT's bit in one of the process's signal masks (SigIgn: ignored, SigBlk:
+    blocked, in its main thread)."""
+    bits = int(Path(f"/proc/{pid}/status").read_text().split(f"{mask}:")[1].split()[0], 16)
+    return bool(bits & 1 << (signal.SIGINT - 1))
+
+
+def sigint_ignored(pid: int) -> bool:
+    return sigint_in("SigIgn", pid)
+
+
+def pool_processes(pid: int) -> list[int]:
+    """The CPU pool's processes below `pid` (not multiprocessing's resource tracker)."""
+    from tests.test_lifecycle import process_tree
+
+    def command(child: int) -> bytes:
+        with contextlib.suppress(OSError):
+            return Path(f"/proc/{child}/cmdline").read_bytes()
+        return b""
+
+    return [child for child in process_tree(pid) if b"spawn_main" in command(child)]
+
+
+def test_a_ctrl_c_to_the_process_group_leaves_the_pools_processes_to_their_parent():
+    # A terminal's Ctrl-C reaches every process of its group. The pool's processes must neither
+    # die of it (each printed a KeyboardInterrupt traceback) nor break the pool: their parent
+    # decides, and ends them when it stops (lifecycle.stopping).
+    pool = cpu._get_pool()
+    cpu.run(_nap, 0)
+    pids = list(pool._processes)
+
+    for pid in pids:
+        os.kill(pid, signal.SIGINT)
+    time.sleep(1.0)  # time for a signal to land; the assertions hold however long it takes
+
+    assert [pid for pid in pids if _running(pid) and sigint_ignored(pid)] == pids
+    assert cpu.run(_nap, 0) in pids and cpu._pool is pool
+
+
+def test_ctrl_c_to_verify_with_a_cpu_pool_prints_no_traceback(world, processes, tmp_path):
+    # As a person's Ctrl-C: SIGINT to the whole process group, the CLI's pool process included,
+    # while a run is in flight (its LLM calls held). Imported here: the pool's processes import
+    # this module for its functions, without Django.
+    from tests.test_lifecycle import HELD, TEXT, cli, pool_started
+
+    world.llm.held_words = (HELD,)
+    text = tmp_path / "answer.txt"
+    text.write_text(TEXT)
+    verify = cli(processes, "verify", text, CPU_PROCESSES="1")
+    wait_until(lambda: world.llm.held >= 1 and pool_started(verify.pid, 1), READY_WITHIN_S, processes.tail)
+    # Whether a pool process would print a traceback races with its parent ending it: what
+    # decides it is that the signal cannot reach it (blocked from its start, then ignored).
+    (pool_process,) = pool_processes(verify.pid)
+    assert sigint_ignored(pool_process) or sigint_in("SigBlk", pool_process)
+
+    os.killpg(verify.pid, signal.SIGINT)
+
+    assert verify.wait(60) == 130, processes.tail()
+    output = processes.log("verify")
+    assert "interrupted: the run is left unfinished" in output
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output

@@ -7,7 +7,10 @@ import hmac
 import threading
 from typing import TYPE_CHECKING
 
+import requests
 from django.conf import settings
+from requests.exceptions import InvalidSchema, InvalidURL, MissingSchema
+from urllib3.exceptions import NameResolutionError, NewConnectionError, ProtocolError
 
 from verification.clients.fetch import PageFetcher
 from verification.clients.llm_models import ModelChoice, parse_model_list
@@ -178,6 +181,47 @@ def configuration_problems(model_name: str | None = None, *, web_search: bool = 
     if web_search and (problem := search_problem()):
         problems.append(problem)
     return problems
+
+
+# How long the command line waits for the model's server to answer before a run.
+LLM_SERVER_CHECK_S = 5.0
+
+
+def llm_server_problem(model_name: str | None = None) -> str:
+    """Why the model's server cannot be reached, in a person's words ("" when it answers): one
+    GET of `{base_url}/models`, the OpenAI-compatible model list. Any HTTP answer will do, an
+    error included (a server without the list answers 404); no connection (refused, a host name
+    not found, no answer in time) or an answer that is not HTTP means the address is wrong or
+    the server is down. A round trip to the server: the command line asks before a run."""
+    choices = model_choices()
+    choice = next((c for c in choices if c.name == model_name), choices[0] if choices else None)
+    if choice is None:
+        return ""
+    variable = "OPENAI_BASE_URL" if choice.base_url == settings.OPENAI_BASE_URL else "LLM_MODELS"
+    try:
+        requests.get(f"{choice.base_url.rstrip('/')}/models", timeout=LLM_SERVER_CHECK_S, allow_redirects=False)
+    except requests.RequestException as error:
+        return (
+            f"Cannot reach the server of the model {choice.name} at {choice.base_url} ({variable}): "
+            f"{_why_unreachable(error)}. Check the address and that the server is running."
+        )
+    return ""
+
+
+def _why_unreachable(error: requests.RequestException) -> str:
+    if isinstance(error, requests.Timeout):
+        return f"no answer within {LLM_SERVER_CHECK_S:g} s"
+    if isinstance(error, InvalidSchema | InvalidURL | MissingSchema):
+        return "that is not a web address"
+    cause = error.args[0] if error.args else error
+    cause = getattr(cause, "reason", cause)  # urllib3 wraps a failed connection in MaxRetryError
+    if isinstance(cause, NameResolutionError):
+        return "its host name was not found"
+    if isinstance(cause, NewConnectionError) and isinstance(cause.__cause__, OSError):
+        return (cause.__cause__.strerror or "no connection").lower()
+    if isinstance(cause, ProtocolError):
+        return "what answered there does not speak HTTP"
+    return str(cause)
 
 
 def run_needs(run_settings: dict) -> dict[str, str]:

@@ -12,6 +12,7 @@ import itertools
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -115,8 +116,8 @@ _turns = _Turns()
 
 def _call(pool: ProcessPoolExecutor, function: Callable[..., T], args, kwargs, time_limit: float | None) -> T:
     if time_limit is None:
-        return pool.submit(function, *args, **kwargs).result()
-    future = pool.submit(cpu_child.call_with_time_limit, time_limit, function, *args, **kwargs)
+        return _submit(pool, function, *args, **kwargs).result()
+    future = _submit(pool, cpu_child.call_with_time_limit, time_limit, function, *args, **kwargs)
     running_since = None
     while True:
         try:
@@ -250,9 +251,23 @@ def _get_pool(embedding_model: str | None = None) -> ProcessPoolExecutor | None:
             # needs: the pool is warm when all have run (and a call's time limit counts only
             # from then, not while its process still imports).
             _warm.clear()
-            started = [_pool.submit(_ready) for _ in range(settings.CPU_PROCESSES)]
+            started = [_submit(_pool, _ready) for _ in range(settings.CPU_PROCESSES)]
             threading.Thread(target=_mark_warm_when_done, args=(_pool, started), daemon=True).start()
         return _pool
+
+
+def _submit(pool: ProcessPoolExecutor, function: Callable[..., T], *args, **kwargs) -> futures.Future:
+    """`pool.submit`, which starts the pool's processes as calls need them, with SIGINT blocked
+    meanwhile in this thread: a process started so inherits it blocked until cpu_child.init
+    ignores it. A Ctrl-C in a terminal reaches the whole process group; the pool's processes
+    leave stopping to their parent (lifecycle.stopping ends them), instead of each printing a
+    KeyboardInterrupt traceback, whether it is busy, idle or still importing. (The stdlib starts
+    multiprocessing's resource tracker the same way.)"""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return pool.submit(function, *args, **kwargs)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _discard(pool: ProcessPoolExecutor) -> None:

@@ -56,6 +56,7 @@ def init(embedding_model: str | None, parent_pid: int, warming=None) -> None:
     """The pool's initializer (see verification.worker.cpu). `warming`, a semaphore shared by the
     pool's processes, bounds how many of them load at once (see verification.worker.cpu)."""
     global loading
+    _leave_sigint_to_parent()
     _yield_cpu()
     threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), name="parent-watch", daemon=True).start()
     with warming or contextlib.nullcontext():
@@ -75,6 +76,14 @@ def loading_time(hold_s: float = 0.0) -> tuple[float, float] | None:
     """This process's `loading`, after holding it for `hold_s` (so a caller can occupy it)."""
     time.sleep(hold_s)
     return loading
+
+
+def _leave_sigint_to_parent() -> None:
+    # Started with SIGINT blocked (verification.worker.cpu._submit); ignored from now on, so that a
+    # Ctrl-C to the process group neither interrupts a call nor prints a traceback: the parent
+    # decides, and ends this process if it is stopping.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _yield_cpu() -> None:

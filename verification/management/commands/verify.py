@@ -2,18 +2,25 @@
 through the steps that made it (docs/trails.md): one whole verification from the terminal,
 through the same path as the web app (Celery workers on Redis when REDIS_URL is set, the
 embedded worker otherwise). It exits with 2 when a limit refuses the run (MAX_CLAIMS_PER_RUN,
-RUNS_PER_HOUR: the command line counts as one client), 1 on any other error."""
+RUNS_PER_HOUR: the command line counts as one client), 130 when interrupted (Ctrl-C), 1 on any
+other error. Standard error holds its own lines (the run's start, its progress, errors); the log
+of the run's tasks only with -v 2 or --log."""
 
+import contextlib
 import json
+import logging
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 from django.utils.datastructures import MultiValueDict
+from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from verification import selectors, services
 from verification.access import limits
@@ -80,10 +87,28 @@ class Command(BaseCommand):
         parser.add_argument(
             "--q", type=int, help="with --trail: Not Fully Supported verdicts in a row before a claim stops"
         )
+        parser.add_argument(
+            "--log",
+            action="store_true",
+            help="show the log of the run's tasks (Celery's task lines, HTTP requests) on standard error, as -v 2 does",
+        )
 
     def handle(self, *args, **options) -> None:
-        if options["trail"]:
-            return self._handle_trail(options)
+        # From the command line the process ends with the command, and its worker threads may
+        # still log on the way out (tasks cut short by a Ctrl-C): the log stays off until then.
+        shown = options["log"] or options["verbosity"] >= 2
+        with _task_log(shown=shown, until_exit=self._called_from_command_line):
+            try:
+                if options["trail"]:
+                    self._handle_trail(options)
+                else:
+                    self._handle_text(options)
+            except KeyboardInterrupt:
+                # Before a run was started (reading the text, creating the tables) or once it has
+                # ended (its summary); a run in flight is named by `_start`.
+                raise CommandError("interrupted", returncode=INTERRUPTED) from None
+
+    def _handle_text(self, options) -> None:
         text = self._read_text(options["file"])
         form = VerificationForm(
             data={
@@ -104,11 +129,7 @@ class Command(BaseCommand):
                 returncode=REFUSED if form.has_error("text", code="budget") else 1,
             )
         run_settings = form.run_settings()
-        problems = providers.configuration_problems(
-            run_settings["model"], web_search=run_settings["evidence"] != "documents"
-        )
-        if problems:
-            raise CommandError("\n".join(problems))
+        _check_configuration(run_settings["model"], web_search=run_settings["evidence"] != "documents")
         # A fresh clone has no tables yet; once they exist this changes nothing.
         call_command("migrate", verbosity=0, interactive=False)
         client = limits.client_key(limits.CLI_ADDRESS)
@@ -139,9 +160,7 @@ class Command(BaseCommand):
             raise CommandError(
                 str(refusal), returncode=REFUSED if "MAX_CLAIMS_PER_RUN" in str(refusal) else 1
             ) from None
-        problems = providers.configuration_problems(submission.settings["model"], web_search=False)
-        if problems:
-            raise CommandError("\n".join(problems))
+        _check_configuration(submission.settings["model"], web_search=False)
         call_command("migrate", verbosity=0, interactive=False)
         client = limits.client_key(limits.CLI_ADDRESS)
         verification = self._start(
@@ -185,20 +204,81 @@ class Command(BaseCommand):
 
     def _wait(self, verification: Verification, timeout: float) -> Verification:
         deadline = time.monotonic() + timeout
-        last_line = ""
-        while True:
-            verification.refresh_from_db()
-            verification = services.verification_expire_if_stale(verification, timeout_s=settings.RUN_TIMEOUT)
-            progress = selectors.verification_progress(verification)
-            line = progress_line(progress)
-            if line != last_line:
-                self.stderr.write(line)
-                last_line = line
-            if verification.status in FINISHED:
-                return verification
-            if time.monotonic() > deadline:
-                raise CommandError(f"still running after {timeout:g} s; the result will be at /v/{verification.pk}")
-            time.sleep(0.25)
+        with progress_shown(self.stderr) as show:
+            while True:
+                verification.refresh_from_db()
+                verification = services.verification_expire_if_stale(verification, timeout_s=settings.RUN_TIMEOUT)
+                show(selectors.verification_progress(verification))
+                if verification.status in FINISHED:
+                    return verification
+                if time.monotonic() > deadline:
+                    raise CommandError(f"still running after {timeout:g} s; the result will be at /v/{verification.pk}")
+                time.sleep(0.25)
+
+
+def _check_configuration(model: str, *, web_search: bool) -> None:
+    """What a person must set (providers.configuration_problems), then whether the model's server
+    answers at all: a wrong OPENAI_BASE_URL is said here, once, before a run is created, not by
+    each of its calls after their retries. Only here: the pages and the API answer at once,
+    without a round trip to the server."""
+    problems = providers.configuration_problems(model, web_search=web_search)
+    if not problems and (unreachable := providers.llm_server_problem(model)):
+        problems.append(unreachable)
+    if problems:
+        raise CommandError("\n".join(problems))
+
+
+@contextlib.contextmanager
+def _task_log(*, shown: bool, until_exit: bool) -> Iterator[None]:
+    """The log of what the run's tasks do (Celery's task lines, every HTTP request, libraries'
+    warnings: a hundred lines and more for a short text, which buried the progress line) only
+    when asked. A run's failures are in its summary either way. `until_exit`: not turned back
+    on afterwards."""
+    if shown:
+        yield
+        return
+    before = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        if not until_exit:
+            logging.disable(before)
+
+
+# On a terminal: the percentage, the counts, the time so far and a bar in the rest of the width
+# (an 80-column terminal has room for the counts only: they are what a line cut to it keeps).
+BAR_FORMAT = "{percentage:3.0f}%{desc}  {elapsed}  {bar}"
+
+
+@contextlib.contextmanager
+def progress_shown(stderr: OutputWrapper) -> Iterator[Callable[[dict], None]]:
+    """A function that shows a run's progress: on a terminal one line redrawn in place (log
+    lines, when shown, are printed above it); elsewhere a `progress_line` for each change, for a
+    log or a program to read."""
+    if not stderr.isatty():
+        last = ""
+
+        def write_line(progress: dict) -> None:
+            nonlocal last
+            if (line := progress_line(progress)) != last:
+                stderr.write(line)
+                last = line
+
+        yield write_line
+        return
+    # The terminal itself: OutputWrapper ends every write with a newline.
+    with (
+        tqdm(total=100, file=stderr._out, bar_format=BAR_FORMAT, dynamic_ncols=True) as bar,
+        logging_redirect_tqdm(),
+    ):
+
+        def redraw(progress: dict) -> None:
+            bar.n = progress["percent"]
+            bar.set_description_str(progress_counts(progress), refresh=False)
+            bar.refresh()
+
+        yield redraw
 
 
 def _is_web_address(source: str) -> bool:
@@ -214,9 +294,13 @@ def _read_document(path: str) -> SimpleUploadedFile:
 
 
 def progress_line(progress: dict) -> str:
+    return f"{progress['percent']:3d}%{progress_counts(progress)}"
+
+
+def progress_counts(progress: dict) -> str:
     starting = "  starting: loading the passage model" if progress["starting"] else ""
     return (
-        f"{progress['percent']:3d}%{starting}"
+        f"{starting}"
         f"  sentences {progress['sentences']['decomposed']}/{progress['sentences']['total']}"
         f"  claims searched {progress['claims']['searched']}/{progress['claims']['total']}"
         f"  pages {progress['pages']['fetched'] + progress['pages']['failed']}/{progress['pages']['total']}"
