@@ -86,6 +86,28 @@ def test_a_call_stuck_in_c_past_its_limit_ends_its_pool_and_the_others_calls_go_
     assert cpu.run(_spin, 0, time_limit=5) == "done"
 
 
+def test_a_call_waiting_for_its_turn_while_its_pool_is_replaced_runs_on_the_next_one(settings):
+    """Issue 27.6: a call that took the pool, then waited for a turn while the pool was ended
+    (another call stuck past its limit ends it: shut down first, its processes ended after),
+    failed with "cannot schedule new futures after shutdown" without having run."""
+    settings.CPU_PROCESSES = 1
+    pool = cpu._get_pool()
+    cpu.run(_nap, 0)  # the pool's process is up
+    deadline = time.monotonic() + 30
+    with ThreadPoolExecutor(3) as threads:
+        busy = [threads.submit(cpu.run, _nap, 1) for _ in range(cpu._width())]
+        while cpu._turns._running < cpu._width() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waiting = threads.submit(cpu.run, _nap, 0)
+        while not cpu._turns._waiting and time.monotonic() < deadline:
+            time.sleep(0.01)
+        cpu._discard(pool)  # replaced while it waits
+
+        assert waiting.result(timeout=60) != os.getpid()  # it ran, in a process of the next pool
+        assert all(call.result(timeout=60) for call in busy)
+    assert cpu._pool is not pool
+
+
 def test_calls_waiting_for_a_busy_pool_are_served_earliest_place_first():
     # The pool full (a call in each process, one in its queue): calls for later sentences of a
     # run, arriving first, wait for the ones for its first sentences (a run is coloured in

@@ -62,16 +62,25 @@ def run(function: Callable[..., T], *args, time_limit: float | None = None, plac
     TookTooLong; its process goes on with the next call, or, stuck in C well past the limit, is
     ended with its pool (calls in flight in it are tried again on a new one). Without a pool
     there is no limit: only a process's main thread can be interrupted."""
-    pool = _get_pool()
-    if pool is None:
+    if _get_pool() is None:
         return function(*args, **kwargs)
     with _turns.turn(time.monotonic() + PLACE_DELAY_S * place, width=_width()):
+        # Taken now, not before the wait: the pool may have been ended meanwhile (a call stuck
+        # past its limit), and a call handed to it would fail without having run.
+        pool = _get_pool()
         try:
             return _call(pool, function, args, kwargs, time_limit)
         except BrokenProcessPool:
             logger.warning("a CPU process died; starting a new pool")
             _discard(pool)
-            return _call(_get_pool(), function, args, kwargs, time_limit)
+        except (futures.CancelledError, RuntimeError) as error:
+            # The pool was ended under this call (another call stuck past its limit, a stop):
+            # queued in it, the call was cancelled, or it came to a pool already shut down
+            # ("cannot schedule new futures after shutdown"). It did not run: it runs on the next.
+            if isinstance(error, RuntimeError) and "shutdown" not in str(error):
+                raise
+            logger.info("a CPU call's pool was ended before it ran; trying it on the next one")
+        return _call(_get_pool(), function, args, kwargs, time_limit)
 
 
 PLACE_DELAY_S = 1.0
