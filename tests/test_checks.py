@@ -178,20 +178,25 @@ def test_clearing_the_list_forgets_the_browser_not_its_runs(client, configured):
 HELD = "1889"
 
 
-@pytest.mark.django_db(transaction=True)
-def test_cancelling_a_run_stops_its_spending_and_keeps_what_it_found(client, world, celery_worker):
-    world.llm.held_words = (HELD,)  # the second sentence's work waits in the model
+def started_with_a_held_call(client, world, held: str) -> str:
+    """A run started by TOKEN whose model calls about `held` wait in the model until released."""
+    world.llm.held_words = (held,)
     created = client.post(
         "/api/verifications",
         {"text": TEXT, "settings": {"retrieval_mode": "sparse"}},
         content_type="application/json",
         headers={"X-Client-Token": TOKEN},
     )
-    run_id = created.json()["id"]
     deadline = time.monotonic() + 30
     while world.llm.held == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert world.llm.held >= 1
+    return created.json()["id"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancelling_a_run_stops_its_spending_and_keeps_what_it_found(client, world, celery_worker):
+    run_id = started_with_a_held_call(client, world, HELD)  # the second sentence's work waits in the model
 
     stranger = client.post(f"/api/verifications/{run_id}/cancel", content_type="application/json")
     cancelled = client.post(
@@ -237,18 +242,7 @@ def test_a_judgement_in_flight_at_cancel_is_counted_but_not_saved_so_every_view_
 ):
     """Issue 27.7: the page of a cancelled run and My checks showed different scores (a judge
     answer landed after the cancel, the page kept what it had read at the cancel)."""
-    world.llm.held_words = ("Tower was completed",)  # the judge's call for that claim waits
-    created = client.post(
-        "/api/verifications",
-        {"text": TEXT, "settings": {"retrieval_mode": "sparse"}},
-        content_type="application/json",
-        headers={"X-Client-Token": TOKEN},
-    )
-    run_id = created.json()["id"]
-    deadline = time.monotonic() + 30
-    while world.llm.held == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert world.llm.held >= 1
+    run_id = started_with_a_held_call(client, world, "Tower was completed")  # the judge's call for that claim
     cancelled = client.post(
         f"/api/verifications/{run_id}/cancel", content_type="application/json", headers={"X-Client-Token": TOKEN}
     )

@@ -75,16 +75,7 @@ def trail_create(request: HttpRequest, payload: TrailIn):
         return Status(503, {"detail": " ".join(problems)})
     client = limits.request_client(request)
     token = ownership.request_token(request) or ownership.new_token()
-    started = start.start_run(
-        client,
-        lambda: services.trail_create(
-            trail=submission.trail,
-            settings=submission.settings,
-            segments=submission.segments,
-            client=client,
-            creator=ownership.creator_key(token),
-        ),
-    )
+    started = start.start_trail_run(client, submission, creator=ownership.creator_key(token))
     if isinstance(started, limits.RateLimited):
         return limits.limited_response(request, started)
     verification = started

@@ -62,16 +62,7 @@ def trail_new(request: HttpRequest) -> HttpResponse:
         return _form_page(request, form, status=503)  # the page names the variables to set
     client = limits.request_client(request)
     token = ownership.request_token(request) or ownership.new_token()
-    started = start.start_run(
-        client,
-        lambda: services.trail_create(
-            trail=submission.trail,
-            settings=submission.settings,
-            segments=submission.segments,
-            client=client,
-            creator=ownership.creator_key(token),
-        ),
-    )
+    started = start.start_trail_run(client, submission, creator=ownership.creator_key(token))
     if isinstance(started, limits.RateLimited):
         # Said above the form, every text kept, as for any other refusal.
         response = _form_page(request, form, status=429, refusal=started.message())

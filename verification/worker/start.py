@@ -31,6 +31,20 @@ def start_run(client: str, create: Callable[[], Verification], *, files=()) -> V
     return verification
 
 
+def start_trail_run(client: str, submission, *, creator: str = "") -> Verification | limits.RateLimited:
+    """start_run for a trail (inputs/trails.TrailSubmission): its nodes, its final text's sentences."""
+    return start_run(
+        client,
+        lambda: services.trail_create(
+            trail=submission.trail,
+            settings=submission.settings,
+            segments=submission.segments,
+            client=client,
+            creator=creator,
+        ),
+    )
+
+
 def enqueue_verification(verification: Verification) -> None:
     """Start a run once the row is committed (the worker must be able to read it)."""
     take(verification.pk, verification.settings)
