@@ -103,6 +103,42 @@ def test_every_api_post_refuses_a_text_plain_body(client, path):
     assert "application/json" in response.json()["detail"]
 
 
+TOKEN = "a-caller-token-0123456789"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("content_type", ["", "application/x-www-form-urlencoded"], ids=["no-type", "form-type"])
+def test_a_post_without_a_body_is_not_refused_as_not_json(client, configured, content_type):
+    """`curl -X POST …/cancel`: nothing is sent to be read as JSON, so nothing is refused (it was 415)."""
+    headers = {"X-Client-Token": TOKEN}
+    run_id = api_post(client, {"text": SENTENCE}, headers=headers).json()["id"]
+
+    cancelled = client.generic(
+        "POST", f"/api/verifications/{run_id}/cancel", b"", content_type=content_type, headers=headers
+    )
+    retried = client.generic(
+        "POST", f"/api/verifications/{run_id}/retry", b"", content_type=content_type, headers=headers
+    )
+
+    assert cancelled.status_code == 202, cancelled.content
+    assert Verification.objects.get(pk=run_id).status == "cancelled"
+    # The endpoint's own answer: a cancelled run is started again with Edit text, not retried.
+    assert retried.status_code == 409 and "cancelled" in retried.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_a_body_is_still_refused_unless_it_is_declared_json(client, configured):
+    headers = {"X-Client-Token": TOKEN}
+    run_id = api_post(client, {"text": SENTENCE}, headers=headers).json()["id"]
+
+    response = client.generic(
+        "POST", f"/api/verifications/{run_id}/cancel", b"{}", content_type="text/plain", headers=headers
+    )
+
+    assert response.status_code == 415
+    assert Verification.objects.get(pk=run_id).status != "cancelled"
+
+
 def test_api_reads_still_work_without_a_content_type(client):
     assert client.get("/api/openapi.json").status_code == 200
 

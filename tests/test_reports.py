@@ -12,7 +12,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from tests.test_views import SCRIPT, add_claim, add_evidence, get, make_run, one, parse, permalink
-from verification.models import Evidence, Source, Status
+from verification.models import Evidence, Source, Status, Verification
 from verification.scoring import compute_scores
 from verification.selectors import evidence_records
 from verification.web.templatetags.factsite import percent
@@ -188,6 +188,36 @@ def test_the_html_report_is_standalone_and_shows_every_item_with_its_url(client,
     refs = [a.get("href") for a in doc.cssselect(".report-claims a.report-ref")]
     assert refs == [f"#report-fn{n}" for n in range(1, len(notes) + 1)]
     assert one(doc, ".text").text_content() == scored.run.text
+
+
+def test_a_reports_usage_shows_the_answers_reused_beside_the_calls(client, scored):
+    """A run served from the cache made no call: "LLM calls: 0" alone read as if nothing was asked."""
+    Verification.objects.filter(pk=scored.run.pk).update(llm_calls=0, llm_cached=26, searches=1, searches_cached=5)
+
+    markdown = download(client, scored.run, "report.md")
+    html = lxml.html.document_fromstring(download(client, scored.run, "report.html"))
+
+    assert "- LLM calls: 0 (26 answers reused); tokens: 0; web searches: 1 (5 reused)" in markdown.splitlines()
+    facts = {
+        " ".join(div.cssselect("dt")[0].text_content().split()): " ".join(div.cssselect("dd")[0].text_content().split())
+        for div in html.cssselect(".report-facts > div")
+    }
+    assert facts["LLM calls"] == "0 (26 answers reused)"
+    assert facts["Web searches"] == "1 (5 reused)"
+
+
+def test_a_report_without_reused_answers_says_only_its_calls(client, scored):
+    Verification.objects.filter(pk=scored.run.pk).update(llm_calls=1, llm_cached=0)
+
+    assert "- LLM calls: 1; tokens: 0; web searches: 0" in download(client, scored.run, "report.md").splitlines()
+
+
+def test_the_html_report_has_its_landmarks(client, scored):
+    doc = lxml.html.document_fromstring(download(client, scored.run, "report.html"))
+
+    (main,) = doc.cssselect("body > main")
+    assert main.cssselect("h1") and main.cssselect(".report-sentences")
+    assert [child.tag for child in doc.cssselect("body")[0]] == ["main", "footer"]
 
 
 def test_the_csv_has_one_row_per_evidence_item_with_whether_it_counts(client, scored):

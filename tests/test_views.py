@@ -1360,3 +1360,79 @@ def test_a_run_failed_for_want_of_evidence_says_each_failure_once_in_its_banner(
 
     assert banner.startswith("This verification failed: no evidence could be judged Web search: 1 failed")
     assert banner.count("HTTP 503") == 1, banner
+
+
+# --- the first screen's words (issue 27.10, 27.11)
+
+
+def words_of(element) -> str:
+    return " ".join(element.text_content().split())
+
+
+@pytest.mark.django_db
+def test_a_run_with_no_score_yet_says_how_far_its_judging_is_without_saying_so_far_twice(client):
+    run = make_run(SENTENCE, status=Status.RUNNING)
+    claim = add_claim(run, 0, SENTENCE, status=ClaimStatus.JUDGING)
+    add_evidence(claim, "news", "", status=Status.PENDING)
+    add_evidence(claim, "wiki", "", status=Status.PENDING)
+
+    label = words_of(one(parse(get(client, permalink(run), htmx=True)), "#overall-label"))
+
+    assert label == "Overall credibility · no score yet (0 of 2 judgements made)"
+    assert "so far" not in label  # it said "no score yet so far, from 0 of 2 judgements"
+
+
+@pytest.mark.django_db
+def test_a_running_score_is_marked_running_and_a_finished_one_final(client):
+    run = make_run(SENTENCE, status=Status.RUNNING)
+    claim = add_claim(run, 0, SENTENCE, status=ClaimStatus.JUDGING)
+    add_evidence(claim, "news", "supported")
+    add_evidence(claim, "wiki", "", status=Status.PENDING)
+
+    running = one(parse(get(client, permalink(run), htmx=True)), "section.summary")
+    assert "running" in running.classes and "final" not in running.classes
+    assert words_of(one(running, "#overall-provisional")) == "so far, from 1 of 2 judgements"
+
+    Verification.objects.filter(pk=run.pk).update(status=Status.DONE)
+    finished = one(parse(get(client, permalink(run), htmx=True)), "section.summary")
+    assert "final" in finished.classes and not finished.cssselect("#overall-provisional")
+
+
+@pytest.mark.django_db
+def test_sentences_that_failed_alike_are_one_line_with_their_count(client):
+    run = make_run(
+        "The tower is in Paris.", "It is tall.", "It opened in 1889.", "It is old.", "It is iron.", status=Status.FAILED
+    )
+    Sentence.objects.filter(verification=run, index__in=[0, 1, 3]).update(
+        status=Status.FAILED, error="claims could not be extracted: the model failed"
+    )
+    Sentence.objects.filter(verification=run, index=4).update(status=Status.FAILED, error="the model answered nothing")
+    add_evidence(add_claim(run, 2, "The tower opened in 1889."), "wiki", "supported")
+
+    doc = parse(get(client, permalink(run)))
+
+    rows = doc.cssselect(".sentence-notes > li")
+    assert [row.get("id") for row in rows] == ["note-0", "note-2", "note-4"]
+    group = one(doc, "#note-0")
+    assert "note-group" in group.classes
+    assert words_of(one(group, ".note-count")) == "3×"
+    assert words_of(one(group, ".note")) == "S1–S2, S4 (3 sentences): claims could not be extracted: the model failed"
+    # A failure of its own, and a sentence that did not fail, keep their line and their link.
+    assert words_of(one(doc, "#note-4 > a")).startswith("S5 ")
+    assert words_of(one(doc, "#note-2 .note-score")) == "100%"
+
+
+@pytest.mark.django_db
+def test_a_failed_run_with_nothing_judged_offers_nothing_empty(client):
+    run = make_run(SENTENCE, "It is tall.", status=Status.FAILED)
+    Verification.objects.filter(pk=run.pk).update(error="no evidence could be judged")
+
+    doc = parse(get(client, permalink(run)))
+
+    assert not doc.cssselect("[data-copy-link], #downloads, #report-md, fieldset.score-rule, input[name=score_rule]")
+    assert [words_of(a) for a in doc.cssselect("#run-actions a")] == ["Edit text"]  # not its creator: no Delete
+
+    add_evidence(add_claim(run, 0, SENTENCE), "wiki", "supported")  # something was judged after all
+    judged = parse(get(client, permalink(run)))
+    assert judged.cssselect("[data-copy-link]") and judged.cssselect("#downloads #report-md")
+    assert judged.cssselect("input[name=score_rule]")

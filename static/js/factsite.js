@@ -215,8 +215,12 @@ document.addEventListener("htmx:afterSettle", (event) => {
 
 // --- Live character count of the text to verify ---
 // A count rather than `maxlength`: maxlength silently cuts a long paste, while the server
-// refuses over-long text, names the limit and keeps the text in the box.
+// refuses over-long text, names the limit and keeps the text in the box. The count is the box's
+// description (aria-describedby), read when the reader asks; it is not a live region, which
+// would be read out again at every keystroke. Only crossing the limit, either way, is announced
+// (#text-count-alert holds the words).
 const numberFormat = new Intl.NumberFormat(document.documentElement.lang || undefined);
+let wasOver = null; // whether the text was over the limit at the last count
 
 function characterCount(text) {
   // Code points, not UTF-16 units, to count as the server's len() does (an emoji is one).
@@ -237,6 +241,16 @@ function updateCharCount(textarea) {
   }
   counter.textContent = message;
   counter.classList.toggle("over", over > 0);
+  announceLimit(over > 0);
+}
+
+function announceLimit(isOver) {
+  const alert = document.getElementById("text-count-alert");
+  // The first count (the page loading, or coming back) says nothing: nothing was crossed.
+  if (alert && wasOver !== null && isOver !== wasOver) {
+    alert.textContent = isOver ? alert.dataset.over : alert.dataset.within;
+  }
+  wasOver = isOver;
 }
 
 function initCharCount() {
@@ -256,6 +270,28 @@ if (document.readyState === "loading") {
 }
 // Returning with the back button can restore a typed text without an input event.
 window.addEventListener("pageshow", initCharCount);
+
+// --- The downloads menu ---
+// A <details>: it opens and closes without this. This closes it as a menu is expected to close:
+// on Escape (the focus back on its button), on a click outside it, and once a download is chosen.
+function openMenus() {
+  return document.querySelectorAll("details.menu[open]");
+}
+
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape") return;
+  for (const menu of openMenus()) {
+    menu.open = false;
+    if (menu.contains(document.activeElement)) menu.querySelector("summary").focus();
+  }
+});
+
+document.addEventListener("click", (event) => {
+  for (const menu of openMenus()) {
+    const chosen = event.target instanceof Element && event.target.closest(".menu-items a");
+    if (!menu.contains(event.target) || (chosen && menu.contains(chosen))) menu.open = false;
+  }
+});
 
 // --- Copy the permalink ---
 document.addEventListener("click", async (event) => {

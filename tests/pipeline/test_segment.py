@@ -112,12 +112,55 @@ def test_it_always_splits_at_a_newline(text, expected):
             "1. The tower is tall.\n2. It is old.",
             ["1. The tower is tall.", "2. It is old."],
         ),
-        ("Steps: 1. Mix. 2. Bake.", ["Steps: 1.", "Mix.", "2. Bake."]),
+        ("Steps: 1. Mix. 2. Bake.", ["Steps:", "1. Mix.", "2. Bake."]),
         ("- Alpha is a letter.\n- Beta too.", ["- Alpha is a letter.", "- Beta too."]),
         ("a) The tower. b) The bridge.", ["a) The tower.", "b) The bridge."]),
     ],
 )
 def test_it_keeps_a_list_marker_with_the_text_after_it(text, expected):
+    assert texts(text) == expected
+
+
+# LLM answers glue a list's numbers to the item before ("…Apple Inc.2. Microsoft…"): the number
+# was left at the end of that item, and shown there on the result page (issue 27.11).
+GLUED_LIST_NUMBERS = [
+    (
+        "The largest companies are:1. Apple Inc.2. Microsoft Corp.3. Alphabet Inc.",
+        ["The largest companies are:", "1. Apple Inc.", "2. Microsoft Corp.", "3. Alphabet Inc."],
+    ),
+    (
+        "Here are three:\n1. Apple Inc.2. Microsoft is big.3. Nvidia leads.",
+        ["Here are three:", "1. Apple Inc.", "2. Microsoft is big.", "3. Nvidia leads."],
+    ),
+    (
+        "The founders include:1. Steve Jobs.2. Steve Wozniak.",
+        ["The founders include:", "1. Steve Jobs.", "2. Steve Wozniak."],
+    ),
+    ("He lived in the U.S.2. Then he moved.", ["He lived in the U.S.", "2. Then he moved."]),
+    ("Top firms: 1. Apple Inc. 2. Microsoft.", ["Top firms:", "1. Apple Inc.", "2. Microsoft."]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), GLUED_LIST_NUMBERS)
+def test_a_list_number_glued_to_the_item_before_goes_with_the_item_after(text, expected):
+    found = segment(text)
+
+    assert [s.text for s in found] == expected
+    assert all(text[s.start : s.end] == s.text for s in found)  # offsets still point at the text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A decimal or a year before a sentence end is not a list number.
+        ("The value is 3.2. It rose.", ["The value is 3.2.", "It rose."]),
+        ("It opened in 1999. It still stands.", ["It opened in 1999.", "It still stands."]),
+        # Nothing after it on the line: it stays where it is.
+        ("The last one is Apple Inc.2.", ["The last one is Apple Inc.2."]),
+        ("The first is Apple Inc.2.\nThe list ends.", ["The first is Apple Inc.2.", "The list ends."]),
+    ],
+)
+def test_a_number_that_numbers_nothing_after_it_stays(text, expected):
     assert texts(text) == expected
 
 

@@ -290,6 +290,10 @@ class CheckOut(Schema):
         description="Where the evidence came from: the web, the caller's documents, both, or the steps that made the "
         "text (a trail run, whose score is the share of its claims fully supported)."
     )
+    edited_from: str | None = Field(
+        description="The id of the run this one was edited from (Edit text), if it still exists; null otherwise."
+    )
+    edited_from_created_at: datetime | None = Field(description="When the run it was edited from was started.")
 
 
 @api.get("/verifications", response={200: list[CheckOut], 400: Error}, tags=["verifications"])

@@ -57,6 +57,10 @@ _WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$", re.ASCII)
 _INITIALISM_END = re.compile(r"(?<![\w.])(?:[A-Za-z]\. ?){1,}[A-Za-z]\.$")
 _CONTINUES = re.compile(r"[a-z0-9(\[,;:]")
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+]|#{1,6})\s*$")
+# A list number glued to the end of the sentence before it ("…Apple Inc.2." before "Microsoft…",
+# "include:1." before "Steve…"): after a sentence end or a colon that follows a letter or a
+# closing bracket or quote, so a decimal ("3.2.") or a year ("in 1999.") is never taken for one.
+_GLUED_MARKER = re.compile(r"(?<=[A-Za-z)\]\"'”’][.!?:;])\s?(\d{1,3}[.)])$")
 
 
 @cache
@@ -77,7 +81,7 @@ def split_sentences(text: str, offset: int = 0) -> list[Span]:
             for piece_start, piece_end in _split_glued(line, start, end):
                 spans.extend(_cut_long(line, piece_start, piece_end, offset + line_start))
     spans = _attach_stray_punctuation(_merge_list_markers(spans, text, offset), text, offset)
-    return _rejoin_initialisms(spans, text, offset)
+    return _move_glued_markers(_rejoin_initialisms(spans, text, offset), text, offset)
 
 
 def segment(text: str) -> list[SegmentedSentence]:
@@ -211,6 +215,24 @@ def _rejoin_initialisms(spans: list[Span], text: str, offset: int) -> list[Span]
         else:
             joined.append(span)
     return joined
+
+
+def _move_glued_markers(spans: list[Span], text: str, offset: int) -> list[Span]:
+    """A list number at the end of a sentence, glued to it ("Apple Inc.2."), numbers the sentence
+    after it on the same line: it moves there ("2. Microsoft Corp."), as a marker split off on its
+    own does (_merge_list_markers)."""
+    moved: list[Span] = []
+    for span in spans:
+        if moved and "\n" not in text[moved[-1].end - offset : span.start - offset]:
+            marker = _GLUED_MARKER.search(moved[-1].text)
+            if marker:
+                previous = moved[-1]
+                cut = previous.start + marker.start(1)
+                before = text[previous.start - offset : cut - offset].rstrip()
+                moved[-1] = Span(before, previous.start, previous.start + len(before))
+                span = Span(text[cut - offset : span.end - offset], cut, span.end)
+        moved.append(span)
+    return moved
 
 
 def _has_words(text: str) -> bool:

@@ -147,3 +147,9 @@ def outcome_words(tally: Tally, result: str, *, noun: str = "page") -> str:
 def provisional_words(tally: Tally) -> str:
     """Said of every score of a run still going on: the share can still move either way."""
     return f"so far, from {tally.judgements_made} of {tally.judgements_known} judgements"
+
+
+def waiting_words(tally: Tally) -> str:
+    """Said of a run going on that has no score yet: how far its judging is. Not "so far" after
+    "no score yet", which says the same thing twice."""
+    return f"{tally.judgements_made} of {tally.judgements_known} judgements made"

@@ -5,7 +5,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from verification.inputs.documents import EVIDENCE_MODES
 from verification.models import Claim, ClaimStatus, Verification
@@ -26,13 +26,19 @@ class CheckRow:
     band: str
     band_label: str
     evidence: str
+    # An edited copy names the run it was edited from (its title is often the same): its id and
+    # when it was started. None for a run that was not edited from another (or whose original is gone).
+    edited_from: str | None
+    edited_from_created_at: datetime | None
 
 
 def runs_started_by(creator: str) -> QuerySet:
-    """Only runs with this creator key: an empty key (no token) lists nothing."""
+    """Only runs with this creator key: an empty key (no token) lists nothing. The run each was
+    edited from is joined in the same query (when it was started, to tell the copy apart)."""
     if not creator:
         return Verification.objects.none()
-    return Verification.objects.filter(creator=creator).order_by("-created_at", "pk")
+    runs = Verification.objects.filter(creator=creator).annotate(edited_from_created_at=F("edited_from__created_at"))
+    return runs.order_by("-created_at", "pk")
 
 
 def check_rows(runs) -> list[CheckRow]:
@@ -60,6 +66,8 @@ def check_rows(runs) -> list[CheckRow]:
                 band=band(score),
                 band_label=BAND_LABELS[band(score)],
                 evidence=mode,
+                edited_from=str(run.edited_from_id) if run.edited_from_id else None,
+                edited_from_created_at=getattr(run, "edited_from_created_at", None),
             )
         )
     return rows

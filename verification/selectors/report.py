@@ -210,8 +210,11 @@ def run_facts(verification: Verification) -> dict:
         "seconds": (end - verification.created_at).total_seconds() if end else None,
         "finished": verification.status in FINISHED,
         "llm_calls": verification.llm_calls,
+        # Answers reused from earlier runs (the cache): a cached run's "0 calls" is not "no work".
+        "llm_cached": verification.llm_cached,
         "tokens": verification.prompt_tokens + verification.completion_tokens,
         "searches": verification.searches,
+        "searches_cached": verification.searches_cached,
     }
 
 

@@ -2,19 +2,12 @@
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import NamedTuple
-
-from django.conf import settings
-from django.db.models import Prefetch
 
 from verification import services
-from verification.clients.search import PROVIDER_LABELS
 from verification.inputs import domain_lists
-from verification.inputs.documents import EVIDENCE_MODES, EVIDENCE_SWITCHED_FROM, is_upload
+from verification.inputs.documents import EVIDENCE_MODES, EVIDENCE_SWITCHED_FROM
 from verification.models import (
     FINISHED,
-    Claim,
-    Evidence,
     SourceType,
     Status,
     Verification,
@@ -26,37 +19,30 @@ from verification.scoring import (
     OUTCOME_LABELS,
     PENDING,
     SCORE_RULES,
-    VERDICT_ICONS,
-    VERDICT_LABELS,
     Scores,
     Tally,
     compute_scores,
-    outcome_words,
     provisional_words,
 )
+from verification.scoring.words import waiting_words
 from verification.selectors.progress import verification_problems, verification_progress
 from verification.selectors.records import (
     Verdicts,
     claim_records,
     evidence_noun,
     evidence_records,
-    is_stale,
     once_finished,
     verdicts,
-    with_search_provider,
+)
+from verification.selectors.result_claims import (  # noqa: F401 (SentenceRow, passage_parts: this module's API)
+    SentenceRow,
+    claim_rows,
+    passage_parts,
+    score_words,
+    sentence_rows,
 )
 from verification.selectors.result_json import documents_json, domains_left_out, evidence_mode, retryable
 from verification.selectors.viewstate import ViewState
-
-
-class SentenceRow(NamedTuple):
-    id: int
-    index: int
-    text: str
-    start: int
-    end: int
-    status: str
-    error: str
 
 
 @dataclass(frozen=True)
@@ -91,9 +77,9 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         "scores": scores,
         "band_label": BAND_LABELS[scores.overall.band],
         # While the run goes on, every score rests on the judgements made so far: it says so.
-        "overall_provisional": provisional_words(scores.overall)
-        if not finished and scores.overall.judgements_known
-        else "",
+        "overall_provisional": _overall_provisional(scores.overall, finished=finished),
+        # A run that failed with nothing judged has no score to switch, share or download.
+        "has_result": verification.status != Status.FAILED or any(record.verdict for record in records),
         "legend": result_legend(),
         "noun": noun,
         "title": title_words(verification.text),
@@ -103,11 +89,11 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         "selected_tally": scores.sentence(selected.index) if selected else None,
         "selected_verdict": found.sentences[selected.index] if selected else None,
         "selected_words": (
-            _words(scores.sentence(selected.index), found.sentences[selected.index][0], sentence_noun)
+            score_words(scores.sentence(selected.index), found.sentences[selected.index][0], sentence_noun)
             if selected
             else None
         ),
-        "claims": _claim_rows(verification, selected, state, scores, found, noun) if selected else [],
+        "claims": claim_rows(verification, selected, state, scores, found, noun) if selected else [],
         "types": _type_rows({r.source_type for r in records if r.source_type}, scores, state),
         "rules": [
             {"value": rule, "label": label, "checked": rule == scores.rule, "query": state.scoring_by(rule).query()}
@@ -130,18 +116,12 @@ def result_page(verification: Verification, state: ViewState) -> dict:
     }
 
 
-def _words(tally: Tally, result: str, noun: str) -> dict:
-    """What a score's colour and its words need: the outcome with the counts behind the colour,
-    its shape, and "so far" while it is still being checked. A tag being checked is not coloured
-    by its partial score (the sentence in the text is not either)."""
-    pending = result == PENDING
-    return {
-        "outcome": result,
-        "icon": OUTCOME_ICONS[result],
-        "text": outcome_words(tally, result, noun=noun),
-        "band": "none" if pending else tally.band,
-        "provisional": provisional_words(tally) if pending and tally.judgements_known else "",
-    }
+def _overall_provisional(tally: Tally, *, finished: bool) -> str:
+    """ "so far, from 5 of 47 judgements" beside a score that can still move; with no score yet,
+    how far the judging is (not "no score yet so far", which says the same thing twice)."""
+    if finished or not tally.judgements_known:
+        return ""
+    return provisional_words(tally) if tally.total else f"({waiting_words(tally)})"
 
 
 def result_legend() -> dict:
@@ -231,7 +211,7 @@ def _text_parts(text: str, sentences: list, scores: Scores, found: Verdicts, sta
                 "tally": tally,
                 "outcome": result,
                 "note": note,
-                "words": _words(tally, result, noun),
+                "words": score_words(tally, result, noun),
                 "band_label": BAND_LABELS[tally.band],
                 "select_query": state.selecting(None if state.sentence == sentence.index else sentence.index).query(),
             }
@@ -243,8 +223,10 @@ def _text_parts(text: str, sentences: list, scores: Scores, found: Verdicts, sta
 
 
 def _sentence_notes(sentences: list, scores: Scores, found: Verdicts, state: ViewState, noun: str) -> list[dict]:
-    """One line per sentence: what its evidence says, in words, readable without clicking."""
-    return [
+    """One line per sentence: what its evidence says, in words, readable without clicking.
+    Sentences whose check failed for the same reason are one line, with their count: eleven
+    identical "check failed" lines hid the rest of the list."""
+    rows = [
         {
             "index": sentence.index,
             "number": sentence.index + 1,
@@ -253,135 +235,37 @@ def _sentence_notes(sentences: list, scores: Scores, found: Verdicts, state: Vie
             "tally": scores.sentence(sentence.index),
             "outcome": found.sentences[sentence.index][0],
             "outcome_label": OUTCOME_LABELS[found.sentences[sentence.index][0]],
-            "words": _words(scores.sentence(sentence.index), found.sentences[sentence.index][0], noun),
+            "words": score_words(scores.sentence(sentence.index), found.sentences[sentence.index][0], noun),
             "note": found.sentences[sentence.index][1],
             "select_query": state.selecting(sentence.index).query(),
+            "count": 1,
         }
         for sentence in sentences
     ]
+    failures = defaultdict(list)
+    for row in rows:
+        if row["outcome"] == "failed":
+            failures[row["note"]].append(row)
+    notes = []
+    for row in rows:
+        same = failures.get(row["note"], []) if row["outcome"] == "failed" else []
+        if len(same) < 2:
+            notes.append(row)
+        elif row is same[0]:
+            numbers = [member["number"] for member in same]
+            notes.append({**row, "count": len(same), "numbers": _sentence_numbers(numbers)})
+    return notes
 
 
-def sentence_rows(verification: Verification) -> list[SentenceRow]:
-    # Light rows, not model instances: the live recompute reads one per sentence every time.
-    return [SentenceRow(*row) for row in verification.sentences.values_list(*SentenceRow._fields)]
-
-
-def _claim_rows(
-    verification: Verification, sentence: SentenceRow, state: ViewState, scores: Scores, found, noun: str
-) -> list:
-    """The selected sentence's claims and evidence: the fixed part read (or cached) once, the
-    part that depends on the viewer's exclusions and score rule added per request."""
-    claims = once_finished(verification, f"claims-{sentence.index}", lambda: _claim_facts(sentence))
-    rows = []
-    for claim, evidence in claims:
-        result, note = found.claims[claim["id"]]
-        items = _with_copies([_with_state(item, state, scores) for item in evidence])
-        rows.append(
-            {
-                "claim": claim,
-                "tally": scores.claim(claim["id"]),
-                "outcome": result,
-                "outcome_label": OUTCOME_LABELS[result],
-                "words": _words(scores.claim(claim["id"]), result, noun),
-                "note": note,
-                "evidence": [item for item in items if item["verdict"] != "irrelevant"],
-                "irrelevant": [item for item in items if item["verdict"] == "irrelevant"],
-            }
-        )
-    return rows
-
-
-# Under each claim: what contradicts it, then what supports it, then what is still being judged
-# or failed; pages that did not address it come last (collapsed).
-_VERDICT_ORDER = {"not_supported": 0, "supported": 1, "": 2, "irrelevant": 3}
-
-
-def _claim_facts(sentence: SentenceRow) -> list[tuple[dict, list[dict]]]:
-    evidence = with_search_provider(Evidence.objects.select_related("source")).order_by("-relevance", "pk")
-    claims = Claim.objects.filter(sentence_id=sentence.id).prefetch_related(Prefetch("evidence", queryset=evidence))
-    return [
-        (
-            {"id": claim.pk, "text": claim.text, "query": claim.query, "status": claim.status},
-            sorted(
-                (_evidence_facts(item) for item in claim.evidence.all()),
-                key=lambda item: _VERDICT_ORDER.get(item["verdict"], 2),
-            ),
-        )
-        for claim in claims
-    ]
-
-
-def _evidence_facts(item: Evidence) -> dict:
-    """Flat values for the template: one-level lookups are what Django templates do fastest."""
-    source = item.source
-    return {
-        "id": item.pk,
-        "url": source.url,
-        "title": source.title or source.url,
-        "host": source.host,
-        "source_type": source.source_type,
-        "type_label": source.get_source_type_display() if source.source_type else "",
-        # An upload is shown by its name, with no link: its bytes are never served.
-        "link": "" if is_upload(source.url) else source.url,
-        "provider_label": PROVIDER_LABELS.get(item.provider, item.provider),
-        "published": source.published,
-        "stale": is_stale(source.published),
-        "stale_after_years": settings.STALE_AFTER_YEARS,
-        "verdict": item.verdict,
-        "duplicate_of": item.duplicate_of_id,
-        "failed": item.status == Status.FAILED,
-        "rationale": item.rationale,
-        "error": item.error,
-        "passage_parts": passage_parts(item.passage, item.highlights),
-    }
-
-
-def _with_state(facts: dict, state: ViewState, scores: Scores) -> dict:
-    return {
-        **facts,
-        # Words, not stored facts: a finished run's cached facts need not change when they do.
-        "verdict_label": VERDICT_LABELS.get(facts["verdict"], ""),
-        "verdict_icon": VERDICT_ICONS.get(facts["verdict"], ""),
-        "type_excluded": facts["source_type"] in state.excluded_types,
-        "included": facts["id"] not in scores.left_out,
-        "toggle_query": state.toggling_evidence(facts["id"]).query(),
-    }
-
-
-def _with_copies(items: list[dict]) -> list[dict]:
-    """The items that count, each with the copies of its text found elsewhere ("also at"): a
-    copy is shown under its item, never as evidence of its own. The group's checkbox is off only
-    when every copy's source type is left out (it counts while any is included)."""
-    shown = {item["id"] for item in items}
-    copies = defaultdict(list)
-    for item in items:
-        if item["duplicate_of"] in shown:
-            copies[item["duplicate_of"]].append(item)
-    return [
-        {
-            **item,
-            "also_at": copies[item["id"]],
-            "type_excluded": all(member["type_excluded"] for member in [item, *copies[item["id"]]]),
-        }
-        for item in items
-        if item["duplicate_of"] not in shown
-    ]
-
-
-def passage_parts(passage: str, highlights: list) -> list[tuple[str, bool]]:
-    """The passage cut into (text, is_best_match) pieces for highlighting."""
-    parts, position = [], 0
-    for start, end in sorted(tuple(span) for span in highlights):
-        start, end = max(start, position), min(end, len(passage))
-        if start >= end:
-            continue
-        if start > position:
-            parts.append((passage[position:start], False))
-        parts.append((passage[start:end], True))
-        position = end
-    if position < len(passage):
-        parts.append((passage[position:], False))
-    return parts
+def _sentence_numbers(numbers: list[int]) -> str:
+    """[1, 2, 3, 5, 7, 8] → "S1–S3, S5, S7–S8": runs of sentences, shortly."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"S{run[0]}" if len(run) == 1 else f"S{run[0]}–S{run[-1]}" for run in runs)
 
 
 def _type_rows(present: set[str], scores: Scores, state: ViewState) -> list[TypeRow]:

@@ -71,8 +71,26 @@ def _carried_view(query: str) -> str:
 
 def _reusable_documents(request: HttpRequest, edited_from: Verification | None) -> list:
     """An edited run's documents, for its creator only: anyone else who holds the permalink
-    could otherwise check a text of their own against them and read them back as evidence."""
-    return selectors.documents_of(edited_from) if ownership.is_creator(request, edited_from) else []
+    could otherwise check a text of their own against them and read them back as evidence.
+    The form lists them one by one: only those still ticked are kept."""
+    if not ownership.is_creator(request, edited_from):
+        return []
+    drafts = selectors.documents_of(edited_from)
+    if not request.POST.get("documents_listed"):  # a post that did not list them (the API's, a script's) keeps all
+        return drafts
+    kept = set(request.POST.getlist("keep_document"))
+    # Both in the order the documents were given (by id).
+    ids = [str(document["id"]) for document in selectors.documents_json(edited_from)]
+    return [draft for draft, document_id in zip(drafts, ids, strict=True) if document_id in kept]
+
+
+def _kept_documents(request: HttpRequest, documents: list[dict]) -> list[dict]:
+    """The earlier run's documents as the form lists them, each ticked or not: as the reader left
+    them on a form shown again; at first, every one that could be read."""
+    if request.method == "POST" and request.POST.get("documents_listed"):
+        kept = set(request.POST.getlist("keep_document"))
+        return [{**document, "kept": str(document["id"]) in kept} for document in documents]
+    return [{**document, "kept": document["status"] != "failed"} for document in documents]
 
 
 def _edited_from(request: HttpRequest) -> Verification | None:
@@ -105,7 +123,7 @@ def _home(request, form, edited_from, status=200, limit_error="") -> HttpRespons
         "limit_error": limit_error,
         "problems": providers.configuration_problems(form["model"].value() or None),
         "max_chars": settings.MAX_TEXT_CHARS,
-        "kept_documents": documents if ownership.is_creator(request, edited_from) else [],
+        "kept_documents": _kept_documents(request, documents) if ownership.is_creator(request, edited_from) else [],
         "withheld_documents": bool(documents) and not ownership.is_creator(request, edited_from),
         "max_documents": settings.MAX_DOCUMENTS,
         "max_upload_mb": settings.MAX_UPLOAD_BYTES / 2**20,
