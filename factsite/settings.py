@@ -164,7 +164,7 @@ TRAIL_RANK_ABOVE_SENTENCES = env.int("TRAIL_RANK_ABOVE_SENTENCES", default=40)
 TRAIL_BATCH_CLAIMS = max(1, env.int("TRAIL_BATCH_CLAIMS", default=8))
 # How long a claim's round waits before asking while other claims of the run are behind it (they
 # may reach the same texts and share the call); 0 never waits (more calls, less latency).
-TRAIL_BATCH_WAIT_S = env.float("TRAIL_BATCH_WAIT_S", default=2.0)
+TRAIL_BATCH_WAIT_S = env.float("TRAIL_BATCH_WAIT_S", default=1.25)
 # No ack emulation on Redis: a message leaves the queue when a worker takes it, and what a dead
 # worker held is resumed from the database by the sweeper below. With emulation, a celery 5.7
 # worker that held unacknowledged messages when the Redis connection dropped exited
