@@ -252,7 +252,7 @@ class RetryOut(Schema):
 
 @api.post(
     "/verifications/{verification_id}/retry",
-    # 400: an id that is not a UUID; 415: no Content-Type: application/json (the request has no body).
+    # 400: an id that is not a UUID; 415: a body that is not JSON (no body at all is taken).
     response={202: RetryOut, 400: Error, 403: Error, 404: Error, 409: Error, 415: Error, **SPENDING_ERRORS},
     tags=["verifications"],
 )
