@@ -27,7 +27,9 @@ from verification.api.schemas import (
     EvidenceMode,
     RunStatus,
     ScoreRule,
+    VerificationCreated,
     VerificationResult,
+    created_body,
 )
 from verification.api.steps import steps
 from verification.api.trails import trails
@@ -121,13 +123,6 @@ class VerificationIn(Schema):
     sources: list[SourceIn] = Field([], description=SOURCES_HELP)
 
 
-class VerificationCreated(Schema):
-    id: str = Field(json_schema_extra={"format": "uuid"})
-    status: RunStatus
-    permalink: str
-    result_url: str
-
-
 @api.post(
     "/verifications",
     response={201: VerificationCreated, **BODY_ERRORS, 429: Error, 503: Error},
@@ -204,12 +199,7 @@ def verification_create(request: HttpRequest):
     if isinstance(started, limits.RateLimited):
         return limits.limited_response(request, started)
     verification = started
-    created = {
-        "id": str(verification.pk),
-        "status": verification.status,
-        "permalink": request.build_absolute_uri(selectors.permalink(verification)),
-        "result_url": request.build_absolute_uri(f"/api/verifications/{verification.pk}"),
-    }
+    created = created_body(request, verification, result_path="/api/verifications")
     response = api.create_response(request, created, status=201)
     response[ownership.HEADER] = token  # the caller's own, or a new one it should keep
     return response

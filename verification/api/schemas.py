@@ -12,6 +12,7 @@ from verification.inputs.documents import EVIDENCE_MODES
 from verification.models import ClaimStatus, SourceType, Status, Verdict
 from verification.scoring import NO_CLAIM, NOT_CHECKED, OUTCOMES, PENDING, SCORE_RULES
 from verification.selectors import PROBLEM_STEPS
+from verification.selectors.records import permalink
 
 
 class Error(Schema):
@@ -273,3 +274,20 @@ class VerificationResult(Schema):
     sentences: list[SentenceResult]
     documents: list[DocumentResult] = Field(description="the documents given with the run, in that order")
     sources: list[SourceResult]
+
+
+class VerificationCreated(Schema):
+    id: str = Field(json_schema_extra={"format": "uuid"})
+    status: RunStatus
+    permalink: str
+    result_url: str
+
+
+def created_body(request, verification, *, result_path: str) -> dict:
+    """What POST /api/verifications and POST /api/trails answer with 201 (VerificationCreated)."""
+    return {
+        "id": str(verification.pk),
+        "status": verification.status,
+        "permalink": request.build_absolute_uri(permalink(verification)),
+        "result_url": request.build_absolute_uri(f"{result_path}/{verification.pk}"),
+    }

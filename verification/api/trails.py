@@ -11,7 +11,7 @@ from ninja.responses import Status
 
 from verification import selectors, services
 from verification.access import limits, ownership
-from verification.api.schemas import BODY_ERRORS, Error, RunStatus
+from verification.api.schemas import BODY_ERRORS, Error, VerificationCreated, created_body
 from verification.clients import providers
 from verification.inputs.trails import MAX_Q, TrailRefused, trail_submission
 from verification.pipeline.trail_graph import TRAIL_JSON_SCHEMA
@@ -38,16 +38,9 @@ class TrailIn(Schema):
     )
 
 
-class TrailCreated(Schema):
-    id: str = Field(json_schema_extra={"format": "uuid"})
-    status: RunStatus
-    permalink: str
-    result_url: str
-
-
 @trails.post(
     "",
-    response={201: TrailCreated, **BODY_ERRORS, 429: Error, 503: Error},
+    response={201: VerificationCreated, **BODY_ERRORS, 429: Error, 503: Error},
     url_name="trail_create",
     openapi_extra={
         "responses": {
@@ -79,13 +72,7 @@ def trail_create(request: HttpRequest, payload: TrailIn):
     if isinstance(started, limits.RateLimited):
         return limits.limited_response(request, started)
     verification = started
-    created = {
-        "id": str(verification.pk),
-        "status": verification.status,
-        "permalink": request.build_absolute_uri(selectors.permalink(verification)),
-        "result_url": request.build_absolute_uri(f"/api/trails/{verification.pk}"),
-    }
-    response = JsonResponse(created, status=201)
+    response = JsonResponse(created_body(request, verification, result_path="/api/trails"), status=201)
     response[ownership.HEADER] = token  # the caller's own, or a new one it should keep
     return response
 

@@ -206,11 +206,8 @@ def result_json(request: HttpRequest, verification_id) -> HttpResponse:
 
 @require_GET
 def report_markdown(request: HttpRequest, verification_id) -> HttpResponse:
-    trail = _trail_report(request, verification_id)
-    if trail is not None:
-        result, text, address = trail
-        body = trail_reports.trail_report_markdown(result, text, address=address)
-        return _attachment(body, "text/markdown; charset=utf-8", f"factsite-trail-{verification_id}.md")
+    if (trail := _trail_download(request, verification_id, "md")) is not None:
+        return trail
     report, address = _report(request, verification_id)
     body = reports.report_markdown(report, address=address)
     return _attachment(body, "text/markdown; charset=utf-8", selectors.report_filename(report, "report.md"))
@@ -218,11 +215,8 @@ def report_markdown(request: HttpRequest, verification_id) -> HttpResponse:
 
 @require_GET
 def report_html(request: HttpRequest, verification_id) -> HttpResponse:
-    trail = _trail_report(request, verification_id)
-    if trail is not None:
-        result, text, address = trail
-        body = trail_reports.trail_report_html(result, text, address=address)
-        return _attachment(body, "text/html; charset=utf-8", f"factsite-trail-{verification_id}.html")
+    if (trail := _trail_download(request, verification_id, "html")) is not None:
+        return trail
     report, address = _report(request, verification_id)
     body = reports.report_html(report, address=address)
     return _attachment(body, "text/html; charset=utf-8", selectors.report_filename(report, "report.html"))
@@ -230,10 +224,8 @@ def report_html(request: HttpRequest, verification_id) -> HttpResponse:
 
 @require_GET
 def evidence_csv(request: HttpRequest, verification_id) -> HttpResponse:
-    trail = _trail_report(request, verification_id)
-    if trail is not None:
-        body = trail_reports.trail_csv(trail[0])
-        return _attachment(body, "text/csv; charset=utf-8", f"factsite-trail-{verification_id}.csv")
+    if (trail := _trail_download(request, verification_id, "csv")) is not None:
+        return trail
     report, _ = _report(request, verification_id)
     body = reports.evidence_csv(report)
     return _attachment(body, "text/csv; charset=utf-8", selectors.report_filename(report, "evidence.csv"))
@@ -247,13 +239,24 @@ def _report(request: HttpRequest, verification_id) -> tuple[selectors.Report, st
     return selectors.verification_report(verification, state), address
 
 
-def _trail_report(request: HttpRequest, verification_id) -> tuple[dict, str, str] | None:
-    """A trail run's result, text and address for its reports; None for any other run."""
+# A trail run's downloads, by the extension each of the report URLs above serves.
+_TRAIL_DOWNLOADS = {
+    "md": ("text/markdown; charset=utf-8", trail_reports.trail_report_markdown),
+    "html": ("text/html; charset=utf-8", trail_reports.trail_report_html),
+    # One row per node a claim's rounds read: no place for the text or the address.
+    "csv": ("text/csv; charset=utf-8", lambda result, text, address: trail_reports.trail_csv(result)),
+}
+
+
+def _trail_download(request: HttpRequest, verification_id, kind: str) -> HttpResponse | None:
+    """A trail run's report in the format `kind`; None for any other run (its own report)."""
     verification = _verification(verification_id)
     if not is_trail(verification):
         return None
+    content_type, write = _TRAIL_DOWNLOADS[kind]
     address = request.build_absolute_uri(reverse("verification:result", args=[verification.pk]))
-    return trail_result(verification), verification.text, address
+    body = write(trail_result(verification), verification.text, address=address)
+    return _attachment(body, content_type, f"factsite-trail-{verification.pk}.{kind}")
 
 
 def _attachment(body: str, content_type: str, filename: str) -> HttpResponse:
