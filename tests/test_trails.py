@@ -264,3 +264,17 @@ def test_my_checks_lists_a_trail_run_with_the_share_of_its_claims_fully_supporte
     assert [row["id"] for row in rows] == [response.json()["id"]]
     assert rows[0]["score"] == pytest.approx(1 / 3) and rows[0]["band"] == "orange"
     assert rows[0]["evidence"] == "the steps that made it"
+
+
+def test_a_failed_round_verdict_fails_its_claim_with_the_reason_and_the_run_still_ends(client, world, celery_worker):
+    # Only the round verdicts that read an intermediate text's summary (the selections never say this).
+    world.llm.fail_words = {"what it says about the claim": 500}
+    result = wait_for(client, start(client, {"trail": trail()}))
+
+    assert result["status"] == "done"
+    opened = by_text(result)["The Eiffel Tower opened in Paris in 1889."]
+    assert opened["status"] == "failed" and opened["error"].startswith("the verdict failed:")
+    assert "HTTP 500" in opened["error"]
+    # A claim no text supports has no verdict to ask for: it still ends with its entry step.
+    aquarium = by_text(result)["The tower hosts a famous underwater aquarium."]
+    assert aquarium["verdict"] == "not_fully_supported" and aquarium["entered"]["kind"] == "final_step"
