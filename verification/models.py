@@ -140,6 +140,16 @@ class Claim(models.Model):
     # A trail run's claim, once its trail ended (trail_loop.ClaimTrailResult as JSON: verdict,
     # reasoning, stop, error stage, supported path, calls and tokens); empty otherwise.
     trail = models.JSONField(default=dict, blank=True)
+    # The query of the second search, when too few of the first search's pages could be read
+    # (issue 28); blank when one search was enough.
+    second_query = models.TextField(blank=True)
+    # Quick mode (FaStfact's pre-verification, issue 29): the label the model gave the claim from
+    # its own knowledge at decomposition ("true", "false", "unsure"; blank when not asked), its
+    # probability from the token's logprob (None when the server gives no logprobs), and whether
+    # that label was trusted instead of a search.
+    model_label = models.CharField(max_length=8, blank=True)
+    model_label_probability = models.FloatField(null=True, blank=True)
+    from_model_knowledge = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["sentence_id", "index"]
@@ -254,6 +264,11 @@ class SearchResult(models.Model):
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="search_results")
     rank = models.PositiveIntegerField()
     snippet = models.TextField(blank=True)
+    # The result's title as the search engine gave it: with the snippet, the evidence of a page
+    # that refuses to be read.
+    title = models.TextField(blank=True)
+    # 1 for the claim's first search, 2 for the second one (issue 28).
+    search_round = models.PositiveSmallIntegerField(default=1)
     # The search provider that found the page ("serper", "wikipedia", …); blank for the
     # user's own documents.
     provider = models.CharField(max_length=32, blank=True)
@@ -284,6 +299,10 @@ class Evidence(models.Model):
     duplicate_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates"
     )
+    # Judged from the search result's title and snippet because the page could not be read
+    # (issue 28); `unread_reason` says why ("HTTP 403", "a bot challenge", "timed out").
+    snippet_only = models.BooleanField(default=False)
+    unread_reason = models.TextField(blank=True)
 
     class Meta:
         ordering = ["claim_id", "id"]
