@@ -308,7 +308,8 @@ def test_retries_stop_at_the_time_budget_not_only_the_count(scripted):
     with pytest.raises(StepError, match="HTTP 503"):
         ask(client)
 
-    assert time.monotonic() - began < 3
+    # It did not wait the 30 s asked (a bound far from any loaded machine's delays).
+    assert time.monotonic() - began < 25
     assert len(server.requests) == 1
 
 
@@ -342,13 +343,15 @@ def test_it_reports_an_unknown_model(scripted):
 
 
 def test_it_reports_a_server_that_does_not_answer_in_time(scripted):
-    server = scripted(Reply(delay=3))
+    # The answer would come after 30 s: giving up well before it, not a tight duration a
+    # loaded machine could stretch, is what is asserted.
+    server = scripted(Reply(delay=30))
     began = time.monotonic()
 
     with pytest.raises(StepError, match="did not answer in time"):
         ask(make_client(server.url, timeout=0.3))
 
-    assert time.monotonic() - began < 2
+    assert time.monotonic() - began < 25
 
 
 def test_it_reports_a_server_that_cannot_be_reached():
