@@ -1,6 +1,8 @@
-"""A fetched document → its title, main text (one block — paragraph, list item, heading — a
-line) and publication date. Web pages by trafilatura, PDFs by pypdf (pdf.py)."""
+"""A fetched document → its title, main text (one block — paragraph, list item, heading, table
+cell — a line) and publication date. Web pages by trafilatura and readability-lxml together
+(extract_choice.py keeps the better reading), PDFs by pypdf (pdf.py)."""
 
+import copy
 import functools
 import re
 from datetime import date
@@ -8,12 +10,14 @@ from typing import NamedTuple
 
 import lxml.etree
 import lxml.html
+import readability
 import trafilatura
 from charset_normalizer import from_bytes
 from lxml.html import HtmlElement
 from markdown_it import MarkdownIt
 
-from . import html_meta, pdf
+from . import extract_choice, html_meta, pdf
+from .extract_choice import Choice, Line
 from .types import FetchedDocument, Fetcher, Page, StepError
 
 # Pages of PDFs read at most (PDF_MAX_PAGES): a 500-page report would hold a CPU process for
@@ -24,6 +28,21 @@ PDF_MAX_PAGES = 50
 SHORT_TEXT_CHARS = 80
 # trafilatura's blocks (its own XML vocabulary); table cells keep a line each, as before.
 BLOCK_TAGS = frozenset("head p item list quote code table row cell lb".split())
+# The same blocks in the HTML that readability returns.
+HTML_BLOCK_TAGS = frozenset(
+    "p div li ul ol dl dt dd h1 h2 h3 h4 h5 h6 blockquote pre table tr td th caption figcaption section "
+    "article header br hr".split()
+)
+# Elements that show a reader no text of the page. Both extractors drop them too; taking them out
+# once, before either reads the tree, spares both the walk (readability's time grows with the tree).
+UNSEEN_TAGS = (
+    *"script style noscript template svg canvas iframe object embed link".split(),
+    *"button select option datalist input textarea label dialog menu".split(),
+)
+# The page's own chrome, dropped by trafilatura anyway; readability scores it low but walks it.
+# One that holds the article (<main>, <article>) stays.
+CHROME_TAGS = frozenset({"nav", "aside", "footer"})
+_HIDDEN_STYLE = re.compile(r"(display\s*:\s*none|visibility\s*:\s*hidden)", re.IGNORECASE)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -107,14 +126,13 @@ def _html_fragment_text(html: str) -> str:
 def read_html(html: str) -> HtmlReading:
     if not html.strip():
         raise StepError("the page is empty", transient=False)
-    tree = _parse(html)
-    # Title and date first: the extractor prunes the tree it is given.
+    tree = parse_html(html)
+    # Title and date first: the extractors prune the tree they are given.
     title, published = html_meta.page_title(tree), html_meta.published_date(tree)
-    text = extract_main_text(tree)
-    if len(_tidy(text)) < SHORT_TEXT_CHARS:
-        summary = html_meta.description(tree)
-        if summary and summary not in _tidy(text):
-            text = f"{text}\n{summary}"
+    summary = html_meta.description(tree)
+    text = extract_main_text(tree, known=(title, summary))
+    if len(_tidy(text)) < SHORT_TEXT_CHARS and summary and summary not in _tidy(text):
+        text = f"{text}\n{summary}"
     return HtmlReading(title=title, text=text, published=published)
 
 
@@ -168,7 +186,7 @@ def _meta_charset(body: bytes) -> str | None:
     return match.group(1).decode("ascii") if match else None
 
 
-def _parse(html: str) -> HtmlElement:
+def parse_html(html: str) -> HtmlElement:
     try:
         tree = trafilatura.load_html(html)
     except Exception as error:  # lxml raises on some broken markup
@@ -178,20 +196,111 @@ def _parse(html: str) -> HtmlElement:
     return tree
 
 
-def extract_main_text(tree: HtmlElement) -> str:
-    """The main text by trafilatura (measured against readability-lxml in bench/extraction.py:
-    as good or better, twice as fast), with its own fallbacks (readability, jusText) for pages
-    where its result looks too short. Recall first: a passage missed is evidence lost, while a
-    stray line of chrome only has to lose the ranking."""
+def extract_main_text(tree: HtmlElement, *, known: tuple[str, ...] = ()) -> str:
+    """The main text, read by trafilatura and by readability-lxml, keeping the better reading
+    (extract_choice.py; measured on a public benchmark in bench/extraction.py). `known` are
+    texts the page gives apart (title, description). The tree is pruned in the process."""
+    return read_main_text(tree, known=known)[0]
+
+
+def read_main_text(tree: HtmlElement, *, known: tuple[str, ...] = ()) -> tuple[str, Choice]:
+    """`extract_main_text` and which reading it kept."""
+    remove_unseen(tree)
+    by_readability = read_with_readability(tree)
+    try:
+        by_trafilatura = read_with_trafilatura(tree)
+    except StepError:
+        if not by_readability:
+            raise
+        by_trafilatura = []
+    choice = extract_choice.choose(by_trafilatura, by_readability, known=known)
+    kept = by_readability if choice.readability else by_trafilatura
+    return "\n".join(line.text for line in kept), choice
+
+
+def remove_unseen(tree: HtmlElement) -> None:
+    """Remove what a reader of the page never sees: scripts, styles, forms' controls, elements
+    the page hides (trafilatura would keep their text: a paywall notice, a dismissed dialog),
+    and its navigation, sidebars and footers. Hidden elements stay when they hold most of the
+    page's text: a page that hides its body until a script has run."""
+    lxml.etree.strip_elements(tree, lxml.etree.Comment, lxml.etree.ProcessingInstruction, *UNSEEN_TAGS, with_tail=False)
+    hidden = [
+        element
+        for element in tree.xpath("//body//*[@hidden or @style]")
+        # hidden="until-found" is a collapsed section the browser opens to show what a reader searched for
+        if element.get("hidden") not in (None, "until-found") or _HIDDEN_STYLE.search(element.get("style") or "")
+    ]
+    if hidden and sum(len(element.text_content()) for element in hidden) * 2 < len(tree.text_content()):
+        _drop(hidden)
+    _drop(
+        element
+        for element in tree.iter(*CHROME_TAGS)
+        if element.find(".//main") is None and element.find(".//article") is None
+    )
+
+
+def _drop(elements) -> None:
+    for element in list(elements):
+        if element.getparent() is not None:
+            element.drop_tree()
+
+
+def read_with_trafilatura(tree: HtmlElement) -> list[Line]:
+    """trafilatura without its own fallbacks (its copy of readability, jusText): readability-lxml
+    reads every page beside it. Recall first: a passage missed is evidence lost, while a stray
+    line of chrome only has to lose the ranking."""
     try:
         extracted = trafilatura.bare_extraction(
-            tree, include_comments=False, include_tables=True, favor_recall=True, with_metadata=False
+            tree,
+            include_comments=False,
+            include_tables=True,
+            favor_recall=True,
+            with_metadata=False,
+            fast=True,
         )
     except Exception as error:  # the extractor trips on some broken markup
         raise StepError(f"the page could not be parsed ({type(error).__name__})", transient=False) from error
     if extracted is None or extracted.body is None:
-        return ""
-    return _block_text(extracted.body)
+        return []
+    body = extracted.body
+    quoted = _texts_of(body.iter("cell", "quote"))
+    return _lines(_block_text(body), quoted)
+
+
+class _Readability(readability.Document):
+    """readability-lxml on the tree already parsed and cleaned by `remove_unseen`: its own
+    parsing would read the page again and run lxml's Cleaner, whose rewriting of javascript:
+    links is half of readability's time and changes nothing it reads."""
+
+    def _parse(self, input):
+        self.encoding = "utf-8"
+        return copy.deepcopy(input)
+
+
+def read_with_readability(tree: HtmlElement) -> list[Line]:
+    """readability-lxml's reading; the tree is left as it was (readability reads copies)."""
+    try:
+        summary = _Readability(tree).summary(html_partial=True)
+        root = lxml.html.fragment_fromstring(summary, create_parent="div")
+    except Exception:  # readability gives up on some pages; trafilatura's reading remains
+        return []
+    quoted = _texts_of(root.iter("td", "th", "blockquote"))
+    return _lines(_html_block_text(root), quoted)
+
+
+def _texts_of(elements) -> set[str]:
+    """The lines of these elements' text (a quotation of several paragraphs is several lines)."""
+    texts = set()
+    for element in elements:
+        whole = " ".join("".join(element.itertext()).split())
+        texts.add(whole)
+        texts.update(" ".join("".join(child.itertext()).split()) for child in element.iterdescendants())
+    return texts
+
+
+def _lines(text: str, quoted: set[str]) -> list[Line]:
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    return [Line(line, quoted=line in quoted) for line in lines if line]
 
 
 def _block_text(body: HtmlElement) -> str:
@@ -205,3 +314,16 @@ def _block_text(body: HtmlElement) -> str:
             element.tail = "\n" + (element.tail or "")
             element.text = "\n" + (element.text or "")
     return "".join(body.itertext())
+
+
+def _html_block_text(root: HtmlElement) -> str:
+    """`_block_text` for HTML: a line per block element, and a newline inside a block (except
+    in <pre>) is a space."""
+    for element in root.iter(lxml.etree.Element):
+        if element.tag != "pre":
+            element.text = element.text and element.text.replace("\n", " ")
+        element.tail = element.tail and element.tail.replace("\n", " ")
+        if element.tag in HTML_BLOCK_TAGS:
+            element.tail = "\n" + (element.tail or "")
+            element.text = "\n" + (element.text or "")
+    return root.text_content()
