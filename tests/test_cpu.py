@@ -13,7 +13,7 @@ import pytest
 from tests.processes import READY_WITHIN_S, wait_until
 from verification.pipeline import passages
 from verification.pipeline.types import FetchedDocument
-from verification.worker import cpu, cpu_child
+from verification.worker import cpu, cpu_child, cpu_turns
 
 ARTICLE = (
     "<html><head><title>Bees | Nature site</title><script>var tracking = 1;</script></head><body>"
@@ -29,8 +29,10 @@ ARTICLE = (
 def fresh_pool(settings):
     settings.CPU_PROCESSES = 2
     yield
-    if cpu._pool is not None:
-        cpu._discard(cpu._pool)
+    cpu._stopped.clear()  # this test process goes on after a test of `stop`
+    for pool in (cpu._pool, cpu._overflow):
+        if pool is not None:
+            cpu._discard(pool)
 
 
 def _die_once(marker: str) -> int:
@@ -58,6 +60,26 @@ def _stuck(seconds: float) -> None:
 def _nap(seconds: float) -> int:
     time.sleep(seconds)
     return os.getpid()
+
+
+def _held(folder: str, label: str) -> str:
+    """A call that holds its process until the test lets it go (a file `label` in `folder`),
+    writing its label into `folder`/started first: the order in which calls got a process."""
+    with open(Path(folder) / "started", "a") as started:
+        started.write(label + "\n")
+    while not (Path(folder) / label).exists():
+        time.sleep(0.01)
+    return label
+
+
+def _started(folder: Path) -> list[str]:
+    path = folder / "started"
+    return path.read_text().split() if path.exists() else []
+
+
+def _let_go(folder: Path, *labels: str) -> None:
+    for label in labels:
+        (folder / label).touch()
 
 
 def test_a_call_past_its_time_limit_fails_and_its_process_goes_on():
@@ -152,6 +174,181 @@ def test_a_call_later_in_its_run_waits_at_most_place_delay_per_place_for_newer_o
             future.result(timeout=60)
 
     assert finished.index("late") < finished.index("newer")
+
+
+def test_a_run_holding_its_share_lets_another_runs_call_take_the_next_process(tmp_path, monkeypatch):
+    """Issue 27.6: one run's calls (hostile documents, each up to the time limit) held every
+    process while another run's waited. With two runs each gets half the pool; a call of a run
+    holding its half waits while the other run's call goes."""
+    monkeypatch.setattr(cpu_turns, "OVERFLOW_AFTER_S", 600.0)  # the share alone, without the overflow process
+    cpu.run(_nap, 0)  # the pool's processes are up
+    labels = [f"A{n}" for n in range(4)]
+    with ThreadPoolExecutor(5) as threads:
+        try:
+            for n, label in enumerate(labels):  # one after the other: in this order
+                threads.submit(cpu.run, _held, str(tmp_path), label, for_run="A")
+                wait_until(lambda n=n: cpu._turns._running + len(cpu._turns._waiting) == n + 1, 60, "A's calls")
+            # A0 and A1 in the processes, A2 in the pool's queue, A3 waiting for a turn.
+            wait_until(lambda: len(_started(tmp_path)) == 2, READY_WITHIN_S, lambda: _started(tmp_path))
+            _let_go(tmp_path, "B")  # B's call ends as soon as it starts
+            b = threads.submit(cpu.run, _held, str(tmp_path), "B", for_run="B")
+            wait_until(lambda: len(cpu._turns._waiting) == 2, 60, "B's call waiting")
+
+            _let_go(tmp_path, "A0")
+            wait_until(lambda: len(_started(tmp_path)) == 3, 60, lambda: _started(tmp_path))  # A2, from the queue
+            _let_go(tmp_path, "A1")
+            wait_until(lambda: len(_started(tmp_path)) >= 4, 60, lambda: _started(tmp_path))
+
+            assert _started(tmp_path)[2:4] == ["A2", "B"]  # not A3: A held its half (A2)
+            assert b.result(timeout=60) == "B"
+        finally:
+            _let_go(tmp_path, *labels)
+
+
+def test_a_process_another_run_frees_goes_to_its_next_call_not_to_a_run_holding_its_share(tmp_path):
+    # B's call holds a process, A's the other, and A's second call comes while B has none
+    # waiting: let into the pool's queue, it would take the process B frees next (two hostile
+    # documents that way held both processes for the time limit).
+    cpu.run(_nap, 0)
+    labels = ["B0", "A0", "A1", "B1"]
+    with ThreadPoolExecutor(4) as threads:
+        try:
+            for n, (label, run) in enumerate((label, label[0]) for label in labels):  # one after the other
+                threads.submit(cpu.run, _held, str(tmp_path), label, for_run=run)
+                wait_until(lambda n=n: cpu._turns._running + len(cpu._turns._waiting) == n + 1, 60, "the calls")
+                if n < 2:
+                    wait_until(lambda n=n: len(_started(tmp_path)) == n + 1, READY_WITHIN_S, lambda: _started(tmp_path))
+            _let_go(tmp_path, "B1")  # B1 ends as soon as it starts
+
+            _let_go(tmp_path, "B0")
+            wait_until(lambda: len(_started(tmp_path)) >= 3, 60, lambda: _started(tmp_path))
+
+            assert _started(tmp_path)[2] == "B1"
+        finally:
+            _let_go(tmp_path, *labels)
+
+
+def test_a_run_alone_takes_every_process(tmp_path):
+    # No share while no other run waits: on 2 cores a cap of half the pool would halve its speed.
+    cpu.run(_nap, 0)
+    with ThreadPoolExecutor(2) as threads:
+        try:
+            calls = [threads.submit(cpu.run, _held, str(tmp_path), f"A{n}", for_run="A") for n in range(2)]
+
+            wait_until(lambda: len(_started(tmp_path)) == 2, READY_WITHIN_S, lambda: _started(tmp_path))
+        finally:
+            _let_go(tmp_path, "A0", "A1")
+        assert sorted(call.result(timeout=60) for call in calls) == ["A0", "A1"]
+
+
+def _hold_every_process(threads: ThreadPoolExecutor, folder: Path, run: str) -> list:
+    """Calls of `run` in each of the pool's processes and in its queue, held until let go."""
+    calls = []
+    for n in range(cpu._width()):  # one after the other: in this order
+        calls.append(threads.submit(cpu.run, _held, str(folder), f"{run}{n}", for_run=run))
+        wait_until(lambda n=n: cpu._turns._running == n + 1, 60, "the calls in the pool")
+    wait_until(lambda: len(_started(folder)) == cpu._width() - 1, READY_WITHIN_S, lambda: _started(folder))
+    return calls
+
+
+def _pid_held(folder: str, label: str) -> int:
+    _held(folder, label)
+    return os.getpid()
+
+
+def test_a_run_whose_call_waits_behind_another_runs_calls_gets_the_overflow_process(tmp_path):
+    """Issue 27.6: a run's calls already in every process (two hostile uploads, 30 s each)
+    kept a run that came after them waiting that long: the share cannot take a process back."""
+    cpu.run(_nap, 0)  # the pool's processes are up
+    with ThreadPoolExecutor(4) as threads:
+        try:
+            a = _hold_every_process(threads, tmp_path, "A")
+            _let_go(tmp_path, "B")  # B's call ends as soon as it starts
+
+            b = threads.submit(cpu.run, _pid_held, str(tmp_path), "B", for_run="B")
+
+            wait_until(lambda: "B" in _started(tmp_path), READY_WITHIN_S, lambda: _started(tmp_path))
+            assert b.result(timeout=60) == next(iter(cpu._overflow._processes))
+            assert _started(tmp_path) == ["A0", "A1", "B"] and not any(call.done() for call in a)
+        finally:
+            _let_go(tmp_path, "A0", "A1", "A2")
+        assert [call.result(timeout=60) for call in a] == ["A0", "A1", "A2"]
+
+
+def test_a_run_alone_never_starts_the_overflow_process(tmp_path, monkeypatch):
+    monkeypatch.setattr(cpu_turns, "OVERFLOW_AFTER_S", 0.1)
+    cpu.run(_nap, 0)
+    overflow_calls = cpu._turns.overflow_calls
+    with ThreadPoolExecutor(4) as threads:
+        try:
+            a = _hold_every_process(threads, tmp_path, "A")
+            a.append(threads.submit(cpu.run, _held, str(tmp_path), "A3", for_run="A"))
+            wait_until(lambda: cpu._turns._waiting or cpu._overflow, 60, "A3 waiting for a turn")
+            time.sleep(1.0)  # ten times what another run's call would wait for the overflow process
+
+            assert _started(tmp_path) == ["A0", "A1"] and cpu._overflow is None
+        finally:
+            _let_go(tmp_path, "A0", "A1", "A2", "A3")
+        assert [call.result(timeout=60) for call in a] == ["A0", "A1", "A2", "A3"]
+    assert cpu._overflow is None and cpu._turns.overflow_calls == overflow_calls
+
+
+def test_stop_ends_the_overflow_process_and_its_call_raises_stopping(tmp_path):
+    cpu.run(_nap, 0)
+    with ThreadPoolExecutor(4) as threads:
+        try:
+            a = _hold_every_process(threads, tmp_path, "A")
+            b = threads.submit(cpu.run, _held, str(tmp_path), "B", for_run="B")
+            wait_until(lambda: "B" in _started(tmp_path), READY_WITHIN_S, lambda: _started(tmp_path))
+            (pid,) = cpu._overflow._processes
+
+            cpu.stop()
+
+            for call in [*a, b]:
+                with pytest.raises(cpu.Stopping):
+                    call.result(timeout=60)
+        finally:
+            _let_go(tmp_path, "A0", "A1", "A2", "B")
+    assert not _running(pid) and cpu._overflow is None
+
+
+def test_the_overflow_process_ends_once_it_has_been_idle_for_a_while(tmp_path, monkeypatch):
+    # It holds its imports and maybe the embedding model (~300 MB): not kept on a laptop.
+    monkeypatch.setattr(cpu, "OVERFLOW_IDLE_S", 0.5)
+    cpu.run(_nap, 0)
+    with ThreadPoolExecutor(4) as threads:
+        try:
+            _hold_every_process(threads, tmp_path, "A")
+            _let_go(tmp_path, "B")
+            pid = threads.submit(cpu.run, _pid_held, str(tmp_path), "B", for_run="B").result(timeout=READY_WITHIN_S)
+
+            wait_until(lambda: not _running(pid), 60, "the overflow process ending")
+        finally:
+            _let_go(tmp_path, "A0", "A1", "A2")
+    assert cpu._overflow is None
+
+
+def test_calls_cut_short_by_stop_raise_stopping_and_start_no_new_pool(settings, tmp_path):
+    # A process that is stopping: a call in a process, one in the pool's queue and one waiting
+    # for a turn end with Stopping (its task then leaves its item unfinished, for the run's
+    # resume, instead of failing it), and none starts a new pool meanwhile.
+    settings.CPU_PROCESSES = 1
+    cpu.run(_nap, 0)
+    with ThreadPoolExecutor(3) as threads:
+        try:
+            calls = [threads.submit(cpu.run, _held, str(tmp_path), f"A{n}") for n in range(3)]
+            wait_until(lambda: _started(tmp_path) and cpu._turns._waiting, READY_WITHIN_S, "a call in the process")
+
+            cpu.stop()
+
+            for call in calls:
+                with pytest.raises(cpu.Stopping):
+                    call.result(timeout=60)
+        finally:
+            _let_go(tmp_path, "A0", "A1", "A2")
+    assert cpu._pool is None and len(_started(tmp_path)) == 1  # none ran again on a new pool
+    with pytest.raises(cpu.Stopping):
+        cpu.run(_nap, 0)
 
 
 def test_stop_ends_the_pools_processes_before_it_returns():
