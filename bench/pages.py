@@ -336,9 +336,12 @@ def build_realistic_sites(
     pages_per_sentence: int = 5,
     latency: float = 0.0,
     seed: int = 7,
+    refusing: float = 0.0,
+    hang_s: float = 15.0,
 ) -> list[FakeSite]:
-    """Like bench.web.build_sites (the same sites, titles and statements), with whole pages."""
-    web = [FakeSite(latency=latency) for _ in range(sites)]
+    """Like bench.web.build_sites (the same sites, titles and statements, the same pages
+    refusing), with whole pages."""
+    web = [FakeSite(latency=latency, refusing=refusing, hang_s=hang_s) for _ in range(sites)]
     chromes = [site_chrome(KINDS[n % len(KINDS)], f"{seed}:{n}") for n in range(sites)]
     for i, (sentence, topic) in enumerate(sentences):
         for j in range(pages_per_sentence):

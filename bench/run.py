@@ -33,6 +33,7 @@ from bench import report  # noqa: E402
 from bench.app import App, Measurer, app_processes  # noqa: E402
 from bench.calls import CallLog, critical_path, median, usage_by_kind  # noqa: E402
 from bench.chat import chatbot_answers  # noqa: E402
+from bench.laptop import PROFILE as LAPTOP  # noqa: E402
 from bench.pages import build_realistic_sites, describe  # noqa: E402
 from bench.prose import topic_of  # noqa: E402
 from bench.services import (  # noqa: E402
@@ -69,6 +70,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         type=float,
         default=5000,
         help="prompt tokens the LLM reads per second before its first token (default 5000; 0: instant)",
+    )
+    parser.add_argument(
+        "--llm-profile",
+        choices=["laptop"],
+        help="a model server's profile: laptop = 0.3 s to the first token, 500 prompt and 30 completion tokens a "
+        "second, one request at a time, the previous prompt's prefix reused (bench/laptop.py); the app is given "
+        "LLM_CONCURRENCY=1",
     )
     parser.add_argument(
         "--llm-latency", type=float, default=0.0, help="seconds every LLM call takes on top of those (default 0)"
@@ -135,6 +143,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         args.runs, args.mode, args.recompute_requests, args.timeout = 2, "sparse", 5, 120
         args.databases = "sqlite" if args.databases == parser.get_default("databases") else args.databases
         args.pages = "small" if args.pages == parser.get_default("pages") else args.pages
+    if args.llm_profile == "laptop":
+        args.llm_first_token = LAPTOP["first_token_s"]
+        args.llm_prompt_tokens_per_s, args.llm_tokens_per_s = LAPTOP["prompt_tokens_per_s"], LAPTOP["tokens_per_s"]
+        args.app_env = ["LLM_CONCURRENCY=1", *args.app_env]
     if args.fault_runs is None:
         args.fault_runs = 0 if args.quick else 10
     args.pages = [p for p in args.pages.split(",") if p]
@@ -174,6 +186,7 @@ def benchmark(args, services: Services) -> dict:
         first_token_s=args.llm_first_token,
         tokens_per_s=args.llm_tokens_per_s,
         prompt_tokens_per_s=args.llm_prompt_tokens_per_s,
+        **({"slots": LAPTOP["slots"], "prefix_cache": LAPTOP["prefix_cache"]} if args.llm_profile == "laptop" else {}),
     )
     calls.record(llm, "llm")
     llm.start()

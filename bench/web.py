@@ -31,11 +31,19 @@ FILLER = [
 
 
 def build_sites(
-    sentences: list[str], *, sites: int = 8, pages_per_sentence: int = 5, latency: float = 0.0, seed: int = 7
+    sentences: list[str],
+    *,
+    sites: int = 8,
+    pages_per_sentence: int = 5,
+    latency: float = 0.0,
+    seed: int = 7,
+    refusing: float = 0.0,
+    hang_s: float = 15.0,
 ) -> list[FakeSite]:
-    """`pages_per_sentence` pages per sentence, spread over `sites` sites (each its own host)."""
+    """`pages_per_sentence` pages per sentence, spread over `sites` sites (each its own host);
+    `refusing` of them refuse a scraper (FakeSite.refusing), a hanging one for `hang_s` seconds."""
     rng = random.Random(seed)
-    web = [FakeSite(latency=latency) for _ in range(sites)]
+    web = [FakeSite(latency=latency, refusing=refusing, hang_s=hang_s) for _ in range(sites)]
     for i, sentence in enumerate(sentences):
         for j in range(pages_per_sentence):
             site = web[(i + j) % sites]

@@ -235,9 +235,20 @@ LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=60.0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=3)
 # Seconds after a call's first attempt in which retries may still start (429s, 5xx, timeouts).
 LLM_RETRY_BUDGET = env.float("LLM_RETRY_BUDGET", default=20.0)
+# Requests sent to one model's server at once, by all the threads (and, with Redis, all the
+# processes) together; waiting ones go a run's first sentences first. 0: any number (an API);
+# 1 for a local server that answers one at a time (llama.cpp's server, Ollama).
+LLM_CONCURRENCY = max(0, env.int("LLM_CONCURRENCY", default=0))
+# Quick mode (issue 29): a claim the model labels true or false from its own knowledge with at
+# least this probability (from the label token's logprob) is not searched. FaStfact's 0.995.
+QUICK_MIN_PROBABILITY = env.float("QUICK_MIN_PROBABILITY", default=0.995)
 SERPER_API_KEY = env.str("SERPER_API_KEY", default="")
 SERPER_BASE_URL = env.str("SERPER_BASE_URL", default="https://google.serper.dev")
 SEARCH_TIMEOUT = env.float("SEARCH_TIMEOUT", default=15.0)
+# A claim with fewer than this many of its web results read as pages (not refused, not only a
+# snippet) is searched once more with another query (its own text); 0 never searches again. A
+# run keeps the value it started with (inputs/forms.py), so a resumed run decides as it began.
+SECOND_SEARCH_BELOW = env.int("SECOND_SEARCH_BELOW", default=2)
 # Search providers in the order they are tried (verification/clients/providers.py): one without its key
 # or address is skipped, one that fails hands over to the next. Wikipedia, keyless, comes last,
 # so a fresh clone with only a language model can verify something.

@@ -6,18 +6,22 @@ The fake model is deterministic but not canned: it reads the prompts factsite se
 context sentences, E1..En passages, a host and title) and answers from their words, so a change
 in what factsite sends changes what comes back."""
 
+import contextlib
+import hashlib
 import json
+import math
+import os
 import random
 import re
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from tests.trail_model import TrailTestModel
-from verification.pipeline import trail_select, trail_select_many, trail_verdict
+from verification.pipeline import decompose, trail_select, trail_select_many, trail_verdict
 
 STOPWORDS = set("a an the is are was were of in on at to for by and or it its this that with as from be been".split())
 NEGATIONS = re.compile(r"\b(not|never|no|false|myth|incorrect|wrong|untrue)\b", re.IGNORECASE)
@@ -89,13 +93,18 @@ class _LLMHandler(_Handler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             return self._json(404, {"error": {"message": "not found"}})
         request = self._body()
-        time.sleep(server.latency)
-        status, content = server.answer(request)
-        prompt = " ".join(m["content"] for m in request["messages"])
+        with server._lock:
+            server.at_once += 1
+            server.most_at_once = max(server.most_at_once, server.at_once)
         try:
-            self._answer(request, status, content, prompt)
+            time.sleep(server.latency)
+            status, content = server.answer(request)
+            prompt = " ".join(m["content"] for m in request["messages"])
+            with server._slot():
+                self._answer(request, status, content, prompt)
         finally:
             with server._lock:
+                server.at_once -= 1
                 server.finished.append(_kind(request, request["messages"][0]["content"]))
 
     def _answer(self, request: dict, status: int, content: str, prompt: str) -> None:
@@ -105,10 +114,11 @@ class _LLMHandler(_Handler):
             "completion_tokens": len(content) // 4,
             "total_tokens": (len(prompt) + len(content)) // 4,
         }
+        read = server.prompt_read(request, prompt)
         if status == 200 and request.get("stream") and server.streams:
-            time.sleep(server.answer_seconds(len(prompt) // 4, 0))
+            time.sleep(server.answer_seconds(read, 0))
             return self._stream(request, content, usage)
-        time.sleep(server.answer_seconds(len(prompt) // 4, len(content) // 4 if status == 200 else 0))
+        time.sleep(server.answer_seconds(read, len(content) // 4 if status == 200 else 0))
         if status != 200:
             return self._json(status, {"error": {"message": content, "type": "fake_error"}})
         self._json(
@@ -119,7 +129,14 @@ class _LLMHandler(_Handler):
                 "created": int(time.time()),
                 "model": request.get("model", "fake"),
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                        "logprobs": {"content": server.token_logprobs(content)}
+                        if _gives_logprobs(server, request)
+                        else None,
+                    }
                 ],
                 "usage": usage,
             },
@@ -137,10 +154,14 @@ class _LLMHandler(_Handler):
         chunk["model"] = request.get("model", "fake")
         self._event({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
         written = ""
-        for piece in _pieces(content):
+        # With logprobs, a token per event, as a server streams them.
+        tokens = server.token_logprobs(content) if _gives_logprobs(server, request) else None
+        for n, piece in enumerate([t["token"] for t in tokens] if tokens is not None else _pieces(content)):
             time.sleep(server.writing_seconds(len(piece) / 4))
             written += piece
             event = {**chunk, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+            if tokens is not None:
+                event["choices"][0]["logprobs"] = {"content": [tokens[n]]}
             if server.usage_in_every_event:
                 event["usage"] = usage | {"completion_tokens": len(written) // 4}
             self._event(event)
@@ -156,6 +177,10 @@ class _LLMHandler(_Handler):
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+def _gives_logprobs(server: "FakeLLM", request: dict) -> bool:
+    return server.logprobs and bool(request.get("logprobs"))
 
 
 def _pieces(content: str, size: int = 12) -> list[str]:
@@ -201,6 +226,26 @@ class FakeLLM(LoopbackServer):
     seed: int = 0
     # Hosts a many-host categorize answer leaves out, as a small model may.
     skipped_hosts: tuple[str, ...] = ()
+    # Requests the model works on at once (0: any number): the others wait in arrival order,
+    # as at llama.cpp's server or Ollama with one slot (a laptop's model answers one at a time).
+    slots: int = 0
+    # Reads only the prompt (its messages in order) after the longest prefix it shares with
+    # the previous request's, as llama.cpp's server reuses its slot's computed prefix (Ollama
+    # likewise): `read` has each request's tokens read, by id(request).
+    prefix_cache: bool = False
+
+    # Quick mode: a request that asks for `logprobs` gets them in OpenAI's shape
+    # (choices[0].logprobs.content), unless False (a server that has none and says nothing).
+    # `knows`: a word of a claim → the label the model gives it and that label token's
+    # probability; any other claim is "unsure" at 0.6.
+    logprobs: bool = True
+    knows: dict[str, tuple[str, float]] = field(default_factory=dict)
+    # Claims the decomposition makes of a sentence: 1, one per clause joined by "; " (the
+    # default); n > 1, a sentence of fewer clauses is also cut where a real model splits a
+    # compound sentence (", and", ", which", ", featuring", ", but"; else before a participle),
+    # the cut nearest its middle, into up to n claims that each name the subject (bench/laptop.py
+    # --heavy: real models give about two claims a sentence).
+    claims_per_sentence: int = 1
 
     def __post_init__(self) -> None:
         LoopbackServer.__init__(self, _LLMHandler)
@@ -212,6 +257,15 @@ class FakeLLM(LoopbackServer):
         self._lock = threading.Lock()
         self._released = threading.Event()
         self.held = 0
+        # Requests between their arrival and their answer's end: now, and the most ever.
+        self.at_once = 0
+        self.most_at_once = 0
+        self.read: dict[int, int] = {}
+        self._previous_prompt = ""
+        self._queue: deque[object] = deque()
+        self._turns = threading.Condition(self._lock)
+        self._working = 0
+        self.most_working = 0  # the most requests the model worked on at once (with `slots`)
 
     def release(self) -> None:
         self._released.set()
@@ -221,6 +275,57 @@ class FakeLLM(LoopbackServer):
         with self._lock:
             asked = [r["messages"][-1]["content"] for r in self.requests if _asks_types(r)]
         return Counter(host for user in asked for host in re.findall(r"^(?:H\d+\. )?Host: (\S+)", user, re.M))
+
+    @contextlib.contextmanager
+    def _slot(self):
+        """A slot of the model's `slots` for the time it reads and writes, taken in arrival order."""
+        if not self.slots:
+            yield
+            return
+        ticket = object()
+        with self._turns:
+            self._queue.append(ticket)
+            self._turns.wait_for(lambda: self._queue[0] is ticket and self._working < self.slots)
+            self._queue.popleft()
+            self._working += 1
+            self.most_working = max(self.most_working, self._working)
+            self._turns.notify_all()
+        try:
+            yield
+        finally:
+            with self._turns:
+                self._working -= 1
+                self._turns.notify_all()
+
+    def prompt_read(self, request: dict, prompt: str) -> int:
+        """The prompt tokens the model reads for this request (all of them without `prefix_cache`)."""
+        with self._lock:
+            shared = _shared_prefix(prompt, self._previous_prompt) if self.prefix_cache else 0
+            self._previous_prompt = prompt
+            self.read[id(request)] = (len(prompt) - shared) // 4
+            return self.read[id(request)]
+
+    def label_for(self, claim: str) -> tuple[str, float]:
+        return next((known for word, known in self.knows.items() if word in claim), ("unsure", 0.6))
+
+    def token_logprobs(self, content: str) -> list[dict]:
+        """The answer as tokens (a word with the spaces or line break before it), each with its
+        logprob as OpenAI gives it: a claim line's label token has the probability `knows`
+        gives its claim, every other token about 0.999."""
+        tokens = []
+        for number, line in enumerate(content.split("\n")):
+            pieces = re.findall(r"\s*\S+", line) or [line]
+            pieces[0] = ("\n" if number else "") + pieces[0]
+            pieces[-1] += line[len(line.rstrip()) :] if line.strip() else ""
+            labelled = re.match(r"\s*- (.+?) \| .*\| (true|false|unsure)$", line)
+            for index, piece in enumerate(p for p in pieces if p):
+                last = index == len(pieces) - 1
+                probability = self.label_for(labelled.group(1))[1] if labelled and last else 0.999
+                logprob = math.log(probability)
+                entry = {"token": piece, "logprob": logprob, "bytes": list(piece.encode())}
+                tokens.append({**entry, "top_logprobs": [entry]})
+        assert "".join(t["token"] for t in tokens) == content
+        return tokens
 
     def answer_seconds(self, prompt_tokens: int, completion_tokens: int) -> float:
         """How long the simulated model takes beyond `latency` (an error answer writes no tokens)."""
@@ -254,7 +359,7 @@ class FakeLLM(LoopbackServer):
         if any(word in focus for word in self.garbage_words) or draw < self.fail_rate + self.garbage_rate:
             return 200, "Sorry, I am not able to help with that."
         answers = {
-            "claims": _claims,
+            "claims": lambda user: _claims(user, self.claims_per_sentence),
             "judgements": _judgements,
             "source_type": _source_type,
             "source_types": _source_types,
@@ -264,6 +369,9 @@ class FakeLLM(LoopbackServer):
             "trail_verdict": TrailTestModel().verdict,
         }
         payload = answers[kind](user)
+        if kind == "claims" and system.endswith(decompose.QUICK_INSTRUCTION):
+            for claim in (c for entry in payload["sentences"] for c in entry["claims"]):
+                claim["label"] = self.label_for(claim["claim"])[0]
         if kind == "source_types":
             payload["types"] = [
                 e for e in payload["types"] if not any(h in _block(user, e["host"]) for h in self.skipped_hosts)
@@ -272,7 +380,12 @@ class FakeLLM(LoopbackServer):
             return 200, json.dumps(payload)
         if "Answer with one JSON object only" in user or kind not in ("judgements", "claims"):
             return 200, "Here is the answer:\n```json\n" + json.dumps(payload) + "\n```"
-        return 200, _as_lines(kind, payload)
+        return 200, _as_lines(kind, payload, system)
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    """How many characters `a` and `b` share from their start."""
+    return len(os.path.commonprefix([a, b]))
 
 
 def _kind(request: dict, system: str) -> str:
@@ -322,28 +435,78 @@ def _paragraph_start(user: str, label: str) -> str:
     return next(iter(_numbered(user).values()))
 
 
-def _claims(user: str) -> dict:
-    """For each target sentence: one claim per clause joined by '; ', with a leading 'It'
-    resolved to the subject of its paragraph's first sentence (a crude decontextualization);
-    greetings give none."""
+def _claims(user: str, per_sentence: int = 1) -> dict:
+    """For each target sentence: one claim per clause joined by '; ' (or `per_sentence` claims,
+    _cut), with a leading 'It' resolved to the subject of its paragraph's first sentence (a
+    crude decontextualization); greetings give none."""
     return {
         "sentences": [
-            {"sentence": label, "claims": _sentence_claims(sentence, _paragraph_start(user, label))}
+            {"sentence": label, "claims": _sentence_claims(sentence, _paragraph_start(user, label), per_sentence)}
             for label, sentence in _target_sentences(user).items()
         ]
     }
 
 
-def _sentence_claims(sentence: str, first: str) -> list[dict]:
+def _sentence_claims(sentence: str, first: str, per_sentence: int = 1) -> list[dict]:
     if re.search(r"\b(hope this helps|hello|thanks)\b", sentence, re.IGNORECASE):
         return []
     subject_match = re.match(r"(.*?)\s+(?:is|was|are|were|has|had)\b", first)
     subject = subject_match.group(1) if subject_match else first.split()[0]
-    claims = []
-    for clause in re.split(r";\s*", sentence.rstrip(".!?")):
-        clause = re.sub(r"^(It|This|They)\b", subject, clause.strip())
-        claims.append({"claim": clause + ".", "query": " ".join(sorted(content_words(clause)))})
-    return claims
+    clauses = [re.sub(r"^(It|This|They)\b", subject, c.strip()) for c in re.split(r";\s*", sentence.rstrip(".!?"))]
+    if per_sentence > 1:
+        clauses = _cut(clauses, per_sentence, subject)
+    return [{"claim": clause + ".", "query": " ".join(sorted(content_words(clause)))} for clause in clauses]
+
+
+_AUXILIARIES = r"is|was|are|were|has|had|have|be|been|being"
+# Where a model splits a compound sentence: a conjunction or a comma before a lowercase word
+# (", which won …", ", featuring …"); failing that, before a participle ("… novel | aimed at …").
+_JOINS = re.compile(r",?\s+(?:and|but)\s+(?=\w)|,[\"”]?\s+(?=[a-z])")
+_PARTICIPLES = re.compile(r"\s+(?=[a-z]+(?:ed|ing)\b)")  # not after an auxiliary ("was aimed"): _break
+
+
+def _cut(clauses: list[str], parts: int, subject: str) -> list[str]:
+    """The clauses, the longest cut in two at the break nearest its middle (at least three
+    words a side) until there are `parts` or no clause can be cut; a later part names the
+    first part's subject ("Andy Weir wrote it and published it" → "… | Andy Weir published it")."""
+    clauses = list(clauses)
+    while len(clauses) < parts:
+        for index in sorted(range(len(clauses)), key=lambda i: -len(clauses[i])):
+            cut = _break(clauses[index])
+            if cut:
+                head, tail = cut
+                clauses[index : index + 1] = [head, _with_subject(tail, head, subject)]
+                break
+        else:
+            return clauses
+    return clauses
+
+
+def _break(clause: str) -> tuple[str, str] | None:
+    for pattern in (_JOINS, _PARTICIPLES):
+        cuts = [
+            m
+            for m in pattern.finditer(clause)
+            if len(clause[: m.start()].split()) >= 3
+            and len(clause[m.end() :].split()) >= 3
+            and not (pattern is _PARTICIPLES and re.fullmatch(_AUXILIARIES, clause[: m.start()].split()[-1]))
+        ]
+        if cuts:
+            best = min(cuts, key=lambda m: abs(m.start() - len(clause) / 2))
+            return clause[: best.start()].rstrip(' ,"”'), clause[best.end() :]
+    return None
+
+
+def _with_subject(tail: str, head: str, subject: str) -> str:
+    """The tail as a claim of its own: the head's subject (its first five words at most before
+    an auxiliary), else the paragraph's, before it."""
+    tail = re.sub(r"^(?:which|who|that)\s+", "", tail)
+    found = re.match(rf"((?:\S+\s+){{0,4}}?\S+)\s+({_AUXILIARIES})\b", head)
+    subject, auxiliary = (found.group(1), found.group(2)) if found else (subject, "was")
+    first = tail.split()[0]
+    if re.fullmatch(_AUXILIARIES, first) or first.endswith("ing") or not first.endswith("ed"):
+        return f"{subject} {tail}"
+    return f"{subject} {auxiliary} {tail}"
 
 
 def _claims_judged(user: str) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -375,15 +538,27 @@ def _judgements(user: str) -> dict:
     return {"judgements": judgements}
 
 
-def _as_lines(kind: str, payload: dict) -> str:
-    """The answer in the plain-text form the prompt asks for, when it asks for no JSON."""
+def _as_lines(kind: str, payload: dict, system: str) -> str:
+    """The answer in the plain-text form the prompt asks for, when it asks for no JSON: in the
+    verdict words it defines, and an irrelevant passage's verdict alone where it asks for that."""
     if kind == "judgements":
-        return "\n".join(f"{j['evidence']}: {j['rationale']} | {j['verdict']}" for j in payload["judgements"])
+        return "\n".join(_judgement_line(j, system) for j in payload["judgements"])
     lines = []
     for entry in payload["sentences"]:
         lines.append(f"{entry['sentence']}:")
-        lines += [f"- {c['claim']} | {c['query']}" for c in entry["claims"]]
+        lines += [
+            f"- {c['claim']} | {c['query']}" + (f" | {c['label']}" if "label" in c else "") for c in entry["claims"]
+        ]
     return "\n".join(lines)
+
+
+def _judgement_line(judgement: dict, system: str) -> str:
+    verdict = judgement["verdict"]
+    if "\nrefutes:" in system:
+        verdict = {"supported": "supports", "not_supported": "refutes"}.get(verdict, verdict)
+    if verdict == "irrelevant" and "For irrelevant, the verdict alone" in system:
+        return f"{judgement['evidence']}: {verdict}"
+    return f"{judgement['evidence']}: {judgement['rationale']} | {verdict}"
 
 
 _TITLE_TYPES = [
@@ -516,16 +691,64 @@ class _SiteHandler(_Handler):
             return self._send(404, b"<h1>Not found</h1>", "text/html")
         if page.redirect_to:
             return self._send(302, b"", "text/html", {"Location": page.redirect_to})
+        refusal = refusal_of(urlsplit(self.path).path, site.refusing)
+        if refusal == HANG:
+            time.sleep(site.hang_s)
+            with contextlib.suppress(OSError):  # a fetcher that gave up before has hung up
+                self._send(503, b"<h1>Service unavailable</h1>", "text/html")
+            return None
+        if refusal == BOT_CHALLENGE:
+            return self._send(403, CHALLENGE_PAGE, "text/html; charset=utf-8")
+        if refusal == JAVASCRIPT_SHELL:
+            return self._send(200, _shell(page.title), "text/html; charset=utf-8")
         self._send(page.status, page.html() if page.status == 200 else b"<h1>Forbidden</h1>", page.content_type)
+
+
+# How a page of the real web refuses a scraper (FakeSite.refusing): a bot challenge (HTTP 403,
+# Cloudflare's "Just a moment…"), an empty shell that only JavaScript fills, or no answer in time.
+BOT_CHALLENGE, JAVASCRIPT_SHELL, HANG = "bot challenge", "javascript shell", "hang"
+REFUSALS = (BOT_CHALLENGE, JAVASCRIPT_SHELL, HANG)
+
+
+def refusal_of(path: str, share: float) -> str | None:
+    """How the page at `path` refuses when `share` of a site's pages do, or None: drawn from the
+    path alone, so the same pages refuse on every run and on every port, and a page that refuses
+    at 30 % refuses at 60 % too."""
+    digest = hashlib.sha256(path.encode()).digest()
+    draw = int.from_bytes(digest[:8], "big") / 2**64
+    return REFUSALS[digest[8] % len(REFUSALS)] if draw < share else None
+
+
+# Cloudflare's challenge, as it answers a scraper (its markers and words, no page of the site).
+CHALLENGE_PAGE = (
+    b"<!DOCTYPE html><html lang='en-US'><head><title>Just a moment...</title>"
+    b"<meta http-equiv='refresh' content='390'><script>window._cf_chl_opt={cvId: '3', cType: 'managed'};"
+    b"</script></head><body><div class='main-wrapper'><h1>Just a moment...</h1>"
+    b"<p>Checking if the site connection is secure</p><noscript>Enable JavaScript and cookies to continue"
+    b"</noscript><p>Ray ID: 8f2a6c1e9b7d4a21</p><p>Performance &amp; security by Cloudflare</p></div>"
+    b"</body></html>"
+)
+
+
+def _shell(title: str) -> bytes:
+    return (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
+        "<link rel='stylesheet' href='/static/css/main.7d3f1.css'></head><body>"
+        "<noscript>You need to enable JavaScript to run this app.</noscript><div id='root'></div>"
+        "<script src='/static/js/main.3e9a2.js'></script></body></html>"
+    ).encode()
 
 
 @dataclass
 class FakeSite(LoopbackServer):
-    """One web site (its own port, so its own host for source categorization)."""
+    """One web site (its own port, so its own host for source categorization). `refusing`: the
+    share of its pages that refuse a scraper (refusal_of), a hanging one for `hang_s` seconds."""
 
     pages: dict[str, FakePage] = field(default_factory=dict)
     latency: float = 0.0
     fail_status: int = 0  # every page answers this status (an outage)
+    refusing: float = 0.0
+    hang_s: float = 15.0
 
     def __post_init__(self) -> None:
         LoopbackServer.__init__(self, _SiteHandler)

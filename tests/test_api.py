@@ -11,6 +11,8 @@ from tests.conftest import MODEL
 from verification.models import HostCategory, Verification
 
 SENTENCE = "The Eiffel Tower is in Paris, France."
+# A document of the caller's (never fetched: the requests that name it are refused).
+DOC = "https://example.org/report.html"
 
 
 def post(client, path, body):
@@ -93,6 +95,18 @@ def blamed(body: dict, field: str) -> bool:
         pytest.param({"settings": {"top_k_results": 3}}, "text", "Field required", id="no-text"),
         pytest.param({"text": "It was built in 1889 \ud83d."}, "text", "binary", id="lone-surrogate"),
         pytest.param({"text": SENTENCE, "settings": {"top_k_result": 3}}, "top_k_result", "Extra", id="misspelt"),
+        pytest.param(
+            {"text": SENTENCE, "settings": {"quick": True, "evidence": "documents"}, "sources": [{"url": DOC}]},
+            "quick",
+            "must never be mixed with your documents",
+            id="quick-with-documents",
+        ),
+        pytest.param(
+            {"text": SENTENCE, "settings": {"quick": True}, "sources": [{"url": DOC}]},
+            "quick",
+            "must never be mixed with your documents",
+            id="quick-with-documents-given-to-the-web",
+        ),
         pytest.param({"text": SENTENCE, "settings": "x"}, "settings", "", id="settings-not-an-object"),
         pytest.param({"text": "\U0001f600\U0001f44d \U0001f680"}, "text", "no sentence to check", id="emoji-only"),
         pytest.param({"text": "... !!! ??? -- ;;"}, "text", "no sentence to check", id="punctuation-only"),
@@ -566,7 +580,8 @@ def test_judge_returns_one_verdict_per_passage_in_order(client, world):
         (1, "irrelevant"),
         (2, "not_supported"),
     ]
-    assert all(j["rationale"] and j["error"] == "" for j in judgements)
+    assert [bool(j["rationale"]) for j in judgements] == [True, False, True]  # none for an irrelevant passage
+    assert all(j["error"] == "" for j in judgements)
     assert world.llm.calls == {"judgements": 1}
 
 
@@ -665,6 +680,17 @@ def test_score_leaves_out_excluded_evidence_and_source_types(client):
     assert scores["sentences"]["1"] == tally(0, 0, 1, 1, 0.0, "red")
     assert scores["claims"]["11"] == tally(0, 0, 0, 0, None, "none")
     assert scores["source_types"] == {"wiki": pytest.approx(200 / 3), "news": pytest.approx(100 / 3)}
+
+
+def test_score_leaves_out_the_kinds_of_evidence_asked(client):
+    snippets = [{**evidence(8, 0, 10, "blog", "supported"), "kind": "snippet"}]
+
+    counted = post(client, "/api/steps/score", {"evidence": SCORED + snippets}).json()
+    left_out = post(client, "/api/steps/score", {"evidence": SCORED + snippets, "excluded_kinds": ["snippet"]}).json()
+
+    assert counted["claims"]["10"] == tally(2, 1, 0, 3, pytest.approx(2 / 3), "green")
+    assert left_out["claims"]["10"] == tally(1, 1, 0, 2, 0.5, "orange")
+    assert left_out["overall"] == tally(2, 1, 2, 5, 0.4, "orange")
 
 
 @pytest.mark.parametrize(

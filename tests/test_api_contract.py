@@ -225,6 +225,33 @@ def test_a_finished_run_is_exactly_what_the_schema_declares(client, world, celer
         assert json.dumps(result) == json.dumps(selectors.verification_result(verification, state)), query
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_quick_run_is_exactly_what_the_schema_declares(client, world, celery_worker, loopback_only):
+    world.llm.knows = {"1889": ("true", 0.999)}
+    created = client.post(
+        "/api/verifications", {"text": TEXT, "settings": {"quick": True}}, content_type="application/json"
+    )
+    assert created.status_code == 201, created.content
+    run_id = created.json()["id"]
+    first = wait_for(client, run_id)
+    assert first["status"] == "done", first
+    claims = [c for s in first["sentences"] for c in s["claims"]]
+    # Every part quick mode adds is there to be checked: a claim from the model, labels, probabilities.
+    assert first["quick"]["skipped_claims"] and any(c["from_model_knowledge"] for c in claims)
+    assert {c["model_label"] for c in claims} >= {"true", "unsure"} and first["settings"]["quick"] is True
+    declared, closed = result_validators(client)
+    verification = Verification.objects.get(pk=run_id)
+
+    for query, state in [("", ViewState()), ("?model_knowledge=true", ViewState(model_knowledge=True))]:
+        response = client.get(f"/api/verifications/{run_id}{query}")
+
+        assert response.status_code == 200, response.content
+        result = response.json()
+        assert errors_of(declared, result) == [], query
+        assert errors_of(closed, result) == [], query
+        assert json.dumps(result) == json.dumps(selectors.verification_result(verification, state)), query
+
+
 @pytest.mark.django_db
 def test_the_declared_result_schema_refuses_what_the_result_never_is(client):
     declared, closed = result_validators(client)

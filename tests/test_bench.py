@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -20,9 +21,11 @@ from bench.calls import Call, chains, critical_path, usage_by_kind
 from bench.chat import chatbot_answers
 from bench.pages import build_realistic_sites, describe, page_shape
 from bench.prose import topic_of
+from bench.run import parse_args
 from bench.services import postgres_binaries
+from bench.web import build_sites
 from tests.conftest import ROOT
-from tests.fakes import FakeLLM
+from tests.fakes import BOT_CHALLENGE, HANG, JAVASCRIPT_SHELL, REFUSALS, FakeLLM, refusal_of
 from verification.pipeline import judge
 from verification.pipeline.extract import read_html
 from verification.pipeline.passages import page_sentences, select_passages
@@ -82,6 +85,14 @@ def test_the_benchmark_runs_end_to_end_and_writes_its_results(tmp_path):
     # The failed answers were asked again: more requests for the answers used.
     assert faulty["llm_requests"] - faulty["llm_calls"] > clean["llm_requests"] - clean["llm_calls"]
     assert any(g["goal"].startswith("30% of LLM calls failing: 2 runs finish") for g in results["goals"])
+
+
+def test_the_laptop_profile_is_a_local_models_speed_one_request_at_a_time():
+    args = parse_args(["--llm-profile", "laptop", "--app-env", "CPU_PROCESSES=0"])
+
+    assert (args.llm_first_token, args.llm_prompt_tokens_per_s, args.llm_tokens_per_s) == (0.3, 500, 30)
+    assert args.app_env == ["LLM_CONCURRENCY=1", "CPU_PROCESSES=0"]
+    assert parse_args([]).app_env == []
 
 
 def test_goals_grade_a_run_alone_by_its_ratio_and_runs_at_once_by_finishing():
@@ -248,7 +259,7 @@ def test_the_simulated_llm_takes_longer_to_write_a_longer_answer():
         long_s, long_tokens = ask("The Fenmoor museum opened in 1801.")  # eight judgements
     finally:
         llm.stop()
-    assert long_tokens > short_tokens + 100
+    assert long_tokens > short_tokens + 80  # eight lines of about 13 tokens against one line
     # Each answer held back for its first token and its tokens, the longer one longer by its
     # extra tokens: counted where the model paces them, not from the wall clock, on which a
     # loaded machine slowed the short answer alone and failed a bound on the difference.
@@ -299,6 +310,43 @@ def test_the_extractor_and_the_ranker_find_the_sentence_on_every_kind_of_page():
             assert any(sentence in excerpt.text for excerpt in excerpts), page.title
             layouts.add(document.split("layout-", 1)[1].split('"', 1)[0])
     assert layouts == {"news", "blog", "wiki", "journal", "forum"}
+
+
+def test_the_refusing_web_refuses_the_same_share_of_pages_every_time_in_three_ways():
+    sentences = [f"The Ostwick bridge number {n} was opened in {1800 + n}." for n in range(40)]
+    paths = [path for site in build_sites(sentences, pages_per_sentence=5) for path in site.pages]
+    at = {share: {path for path in paths if refusal_of(path, share)} for share in (0.0, 0.3, 0.6)}
+
+    assert not at[0.0] and at[0.3] < at[0.6]  # a page that refuses at 30 % refuses at 60 % too
+    assert len(at[0.3]) == pytest.approx(0.3 * len(paths), abs=20)
+    assert len(at[0.6]) == pytest.approx(0.6 * len(paths), abs=20)
+    assert {refusal_of(path, 0.6) for path in at[0.6]} == set(REFUSALS)
+
+    site = build_sites(sentences[:10], pages_per_sentence=5, refusing=0.6, hang_s=0.5)[0].start()
+    try:
+        for path in site.pages:
+            began = time.monotonic()
+            status, body = _get(site.url + path)
+            took = time.monotonic() - began
+            refusal = refusal_of(path, 0.6)
+            if refusal == BOT_CHALLENGE:
+                assert status == 403 and "Just a moment..." in body and "_cf_chl_opt" in body
+            elif refusal == JAVASCRIPT_SHELL:
+                assert status == 200 and "<div id='root'></div>" in body and "<p>" not in body
+            elif refusal == HANG:
+                assert took >= 0.5
+            else:
+                assert status == 200 and site.pages[path].body.split("\n\n")[0] in body and took < 0.5
+    finally:
+        site.stop()
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
 
 
 def test_it_stops_every_process_it_started_when_terminated_mid_run(tmp_path):

@@ -171,6 +171,12 @@ def test_verify_with_dense_retrieval_loads_the_offline_model(env, world, tmp_pat
         (("--model", "nope"), b"Water boils at 100 degrees.", "model"),
         ((), b"\xff\xfe\x00binary", "not UTF-8"),
         (("--file", "/nonexistent/text.txt"), b"", "cannot read"),
+        (
+            ("--quick", "--evidence", "documents", "--source", "https://example.org/a", "--timeout", "5"),
+            b"Water boils at 100 degrees.",
+            "must never be mixed with your documents",
+        ),
+        (("--quick", "--trail", "/nonexistent/trail.json"), b"", "not offered with --trail"),
     ],
 )
 def test_verify_rejects_bad_input_with_a_clear_message(world, monkeypatch, args, stdin, message):
@@ -372,7 +378,8 @@ def test_verify_redraws_its_progress_in_place_on_a_terminal(env, world):
     assert "Overall credibility" in stdout.decode()
     progress = [line for line in screen.split("\n") if "judgements" in line]
     assert len(progress) == 1, screen  # one line, redrawn with carriage returns
-    assert progress[0].count("\r") > 1 and "100%" in progress[0] and "judgements 16/16" in progress[0]
+    # Every judgement counted made (how many depends on the pages found, second searches included).
+    assert progress[0].count("\r") > 1 and "100%" in progress[0] and re.search(r"judgements (\d+)/\1\b", progress[0])
 
 
 def _read_all(terminal: int, into: bytearray) -> None:

@@ -369,6 +369,17 @@ def test_the_form_says_when_documents_mode_has_no_document(client, configured):
     assert not Verification.objects.exists()
 
 
+@pytest.mark.django_db
+def test_the_form_refuses_quick_mode_with_documents(client, configured):
+    response = client.post(
+        "/", {"text": SUMMARY, "evidence": "documents", "sources": "https://example.org/report", "quick": "on"}
+    )
+
+    assert response.status_code == 400
+    assert "must never be mixed with your documents" in response.content.decode()
+    assert not Verification.objects.exists()
+
+
 # --- the engine
 
 

@@ -1,13 +1,17 @@
 """The whole engine in one process: API → Celery worker on real Redis → fake LLM, search and
 sites over real HTTP on 127.0.0.1 → result JSON."""
 
+import csv
+import io
 import time
+from dataclasses import dataclass
 
 import pytest
 
 from tests.fakes import FakePage, FakeSite
+from tests.pipeline.test_refusals import CLOUDFLARE_CHALLENGE
 from verification.clients import providers
-from verification.models import Verification
+from verification.models import SearchResult, Verification
 
 JUDGED = ("supported", "not_supported", "irrelevant")
 
@@ -68,7 +72,9 @@ def test_it_verifies_a_text_end_to_end(client, world, celery_worker):
             assert claim["outcome"] in ("supported", "contradicted", "mixed", "unconfirmed", "no_evidence", "failed")
     evidence = all_evidence(result)
     assert {e["source_type"] for e in evidence} >= {"wiki", "news"}
-    assert all(e["rationale"] and e["title"] and e["host"].startswith("127.0.0.1:") for e in evidence if e["verdict"])
+    assert all(e["title"] and e["host"].startswith("127.0.0.1:") for e in evidence if e["verdict"])
+    # A reason where the passage decides something; an irrelevant one's verdict comes alone.
+    assert all(bool(e["rationale"]) == (e["verdict"] != "irrelevant") for e in evidence if e["verdict"])
 
     blocked = [s for s in result["sources"] if s["url"].endswith("/blocked")]
     assert blocked and blocked[0]["status"] == "failed" and "HTTP 403" in blocked[0]["error"]
@@ -217,7 +223,9 @@ def test_a_retry_requeues_only_the_failures_another_try_may_change(client, world
 
     fetch = next(p for p in result["problems"] if p["step"] == "fetch")
     reasons = {r["reason"]: r["transient"] for r in fetch["reasons"]}
-    assert reasons == {"the page answered HTTP 503": True, "the page answered HTTP 403": False}
+    # The 403 page's snippet was judged in its place: not a lost item, and still no retry.
+    refused = "the page answered HTTP 403; judged from its search snippet instead"
+    assert reasons == {"the page answered HTTP 503": True, refused: False}
     transient_pages = sum(r["count"] for r in fetch["reasons"] if r["transient"])
     assert result["retryable"] == transient_pages
     page = client.get(f"/v/{verification_id}").content.decode()
@@ -232,7 +240,7 @@ def test_a_retry_requeues_only_the_failures_another_try_may_change(client, world
     assert blog.hits["/blocked"] == blog_hits  # the 403 page was not asked again
     assert sum(wiki.hits.values()) == wiki_hits + transient_pages
     fetch = next(p for p in retried["problems"] if p["step"] == "fetch")
-    assert fetch["reasons"] == [{"reason": "the page answered HTTP 403", "count": 1, "transient": False}]
+    assert fetch["reasons"] == [{"reason": refused, "count": 1, "transient": False}]
     assert retried["retryable"] == 0
     page = client.get(f"/v/{verification_id}").content.decode()
     assert "Retry failed parts" not in page and "No retry is offered" in page
@@ -286,7 +294,13 @@ def test_a_second_run_reuses_cached_answers(client, world, celery_worker):
 
     assert first["usage"]["llm_calls"] > 0 and first["usage"]["searches"] > 0
     cached = {name: second["usage"].pop(name) for name in ("llm_cached", "searches_cached")}
-    assert second["usage"] == {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "searches": 0}
+    assert second["usage"] == {
+        "llm_calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "searches": 0,
+        "claims_searched_again": 0,
+    }
     # It says where its answers came from: every claim's search and judgement, each chunk's claims.
     assert cached["searches_cached"] == first["usage"]["searches"]
     assert cached["llm_cached"] >= len(all_evidence(second)) + 1
@@ -443,3 +457,175 @@ def test_a_sentences_claims_are_searched_while_the_model_still_writes_the_others
     assert result["status"] == "done", result["error"]
     assert world.llm.calls["claims"] == 1
     assert [len(s["claims"]) for s in result["sentences"]] == [1, 1, 1, 0]
+
+
+def test_a_page_that_refuses_is_judged_from_its_search_snippet(client, world, celery_worker):
+    """The blog's page answers 403: each claim that found it gets one item judged from the search
+    engine's title and snippet, marked so in the JSON and the CSV, with the reason."""
+    blog = world.sites[2]
+    blog.pages["/locked"] = FakePage(
+        "Eiffel Tower history | Locked blog",
+        "Records show the Eiffel Tower was completed in 1889, two years after work on it began.",
+        status=403,
+    )
+    verification_id = run(client, retrieval_mode="sparse")
+    result = wait_for(client, verification_id)
+
+    assert result["status"] == "done", result["error"]
+    snippets = [e for e in all_evidence(result) if e["snippet_only"]]
+    locked = [e for e in snippets if e["url"].endswith("/locked")]
+    citing = SearchResult.objects.filter(source__url=blog.url + "/locked")
+    assert len(locked) == citing.count() > 0  # one item per claim that cited it
+    assert {e["unread_reason"] for e in snippets} == {"HTTP 403"}
+    assert all(e["url"].endswith(("/locked", "/blocked")) for e in snippets)
+    assert not any(e["unread_reason"] for e in all_evidence(result) if not e["snippet_only"])
+    completed = next(
+        e
+        for s in result["sentences"]
+        for c in s["claims"]
+        for e in c["evidence"]
+        if e["url"].endswith("/locked") and "1889" in c["text"]
+    )
+    assert (
+        completed["passage"] == "Records show the Eiffel Tower was completed in 1889, two years after work on it began."
+    )
+    assert completed["duplicate_of"] is None  # judged on its own, not as a copy of a page read
+    assert completed["title"] == "Eiffel Tower history | Locked blog"
+    assert completed["verdict"] == "supported" and completed["rationale"] and completed["included"]
+    assert any("two years after work on it began" in r["messages"][-1]["content"] for r in world.llm.requests)
+    assert all(result_row.title for result_row in citing)  # the search engine's title, kept per result
+    assert blog.hits["/locked"] == 1
+    fetch = next(p for p in result["problems"] if p["step"] == "fetch")
+    assert {r["reason"] for r in fetch["reasons"]} == {
+        "the page answered HTTP 403; judged from its search snippet instead"
+    }
+    snippet_claim = next(c for s in result["sentences"] for c in s["claims"] if completed in c["evidence"])
+    assert snippet_claim["counts"]["snippets"] >= 1 and "search snippet" in snippet_claim["note"]
+
+    without = client.get(f"/api/verifications/{verification_id}", {"exclude_kinds": "snippet"}).json()
+    assert without["excluded_kinds"] == ["snippet"]
+    assert all(not e["included"] for e in all_evidence(without) if e["snippet_only"])
+    assert all(e["included"] for e in all_evidence(without) if not e["snippet_only"])
+    judged_snippets = sum(e["verdict"] in JUDGED for e in snippets)
+    assert without["total"] == result["total"] - judged_snippets
+    assert without["counts"]["excluded"] == len(snippets) and without["counts"]["snippets"] == 0
+
+    rows = list(csv.DictReader(io.StringIO(client.get(f"/v/{verification_id}/evidence.csv").content.decode()[1:])))
+    marked = [row for row in rows if row["snippet_only"] == "yes"]
+    assert len(marked) == len(snippets) and {row["unread_reason"] for row in marked} == {"HTTP 403"}
+    assert {row["unread_reason"] for row in rows if row["snippet_only"] == "no"} == {""}
+
+
+# Quick mode (issue 29): the model knows the date well enough, doubts the steel, and has no idea
+# about Paris; its server gives logprobs unless a test turns them off.
+KNOWS = {"1889": ("true", 0.999), "steel": ("false", 0.9)}
+
+
+def claims_of(result):
+    return {c["text"]: c for s in result["sentences"] for c in s["claims"]}
+
+
+def test_quick_mode_answers_a_claim_the_model_is_sure_of_without_searching_it(client, world, celery_worker):
+    world.llm.knows = KNOWS
+    verification_id = run(client, retrieval_mode="sparse", quick=True)
+    result = wait_for(client, verification_id)
+
+    assert result["status"] == "done", result["error"]
+    claims = claims_of(result)
+    known = claims["The Eiffel Tower was completed in 1889."]
+    assert known["from_model_knowledge"] and known["model_label"] == "true"
+    assert known["model_label_probability"] == pytest.approx(0.999)
+    assert known["status"] == "done" and known["evidence"] == []
+    assert "from the model's own knowledge, not checked against any source" in known["note"]
+    assert known["query"] not in world.serper.queries
+    doubted = claims["The Eiffel Tower is made of steel."]
+    assert not doubted["from_model_knowledge"] and doubted["model_label"] == "false"
+    assert doubted["model_label_probability"] == pytest.approx(0.9) and doubted["evidence"]
+    assert sorted(world.serper.queries) == sorted(c["query"] for c in claims.values() if c is not known)
+    assert result["usage"]["searches"] == 2
+    assert result["quick"]["skipped_claims"] == result["quick"]["searches_saved"] == 1
+    assert result["quick"]["pages_saved"] == 5 and result["quick"]["logprobs"] is True
+    assert "1 claim answered from the model's own knowledge" in result["quick"]["note"]
+
+    # Left out of the score by default; the tick (model_knowledge=1) counts it as supporting.
+    assert known["outcome"] == "no_evidence" and known["counts"]["excluded"] == 1 and known["total"] == 0
+    counted = wait_for(client, verification_id, model_knowledge=1)
+    counted_known = claims_of(counted)["The Eiffel Tower was completed in 1889."]
+    assert counted_known["outcome"] == "supported" and counted_known["supported"] == counted_known["total"] == 1
+    assert (counted["supported"], counted["total"]) == (result["supported"] + 1, result["total"] + 1)
+    assert counted["source_types"] == result["source_types"]
+
+    sentence = next(s["index"] for s in result["sentences"] if any(c is known for c in s["claims"]))
+    page = client.get(f"/v/{verification_id}?sentence={sentence}").content.decode()
+    assert 'class="claim from-model"' in page and "not checked against any source" in page
+    assert 'id="include-model-knowledge"' in page and "1 claim answered from the model's own knowledge" in page
+    ticked = client.get(f"/v/{verification_id}?sentence={sentence}&model_knowledge=1").content.decode()
+    assert 'id="include-model-knowledge" checked' in ticked
+    rows = list(csv.DictReader(io.StringIO(client.get(f"/v/{verification_id}/evidence.csv").content.decode()[1:])))
+    model_rows = [row for row in rows if row["from_model_knowledge"] == "yes"]
+    assert [(row["claim"], row["counted"]) for row in model_rows] == [(known["text"], "no")]
+    assert "says true" in model_rows[0]["verdict"]
+    report = client.get(f"/v/{verification_id}/report.md").content.decode()
+    assert "1 claim answered from the model's own knowledge, not checked against any source, left out" in report
+    assert "the model says true (probability 0.999)" in report and "- Quick mode: 1 claim answered" in report
+
+
+def test_quick_mode_against_a_server_without_logprobs_searches_every_claim_and_says_so(client, world, celery_worker):
+    world.llm.knows, world.llm.logprobs = KNOWS, False
+    result = wait_for(client, run(client, retrieval_mode="sparse", quick=True))
+
+    assert result["status"] == "done", result["error"]
+    claims = claims_of(result).values()
+    assert not any(c["from_model_knowledge"] for c in claims)
+    assert {c["model_label"] for c in claims} == {"true", "false", "unsure"}
+    assert all(c["model_label_probability"] is None for c in claims)
+    assert sorted(world.serper.queries) == sorted(c["query"] for c in claims)
+    assert result["quick"]["skipped_claims"] == 0 and result["quick"]["logprobs"] is False
+    assert "gave no token probabilities (logprobs)" in result["quick"]["note"]
+    page = client.get(f"/v/{result['id']}").content.decode()
+    assert "gave no token probabilities (logprobs)" in page
+
+
+def test_a_snippet_gives_way_to_its_page_once_a_retry_reads_it(client, world, celery_worker):
+    """HTTP 429 says "not now": the snippet stands in, and a retry that reads the page judges the
+    page's own passage instead of keeping both."""
+    wiki = world.sites[0]
+    wiki.pages["/eiffel"].status = 429
+    verification_id = run(client, retrieval_mode="sparse")
+    first = wait_for(client, verification_id)
+    stood_in = [e for e in all_evidence(first) if e["url"].endswith("/eiffel")]
+    assert stood_in and all(e["snippet_only"] and e["unread_reason"] == "HTTP 429" for e in stood_in)
+    assert first["retryable"] > 0
+
+    wiki.pages["/eiffel"].status = 200
+    response = client.post(f"/api/verifications/{verification_id}/retry", content_type="application/json")
+    assert response.status_code == 202, response.content
+    retried = wait_for(client, verification_id)
+
+    read = [e for e in all_evidence(retried) if e["url"].endswith("/eiffel")]
+    assert len(read) == len(stood_in)  # one item per claim, the page's now
+    assert not any(e["snippet_only"] or e["unread_reason"] for e in read)
+    assert all(e["verdict"] in JUDGED and e["highlights"] for e in read)
+
+
+@dataclass
+class ChallengePage(FakePage):
+    """Answers 200 with a bot challenge's HTML; the search engine still shows `body` as its snippet."""
+
+    def html(self) -> bytes:
+        return CLOUDFLARE_CHALLENGE.encode()
+
+
+def test_a_bot_challenge_answered_with_200_is_not_read_as_the_page(client, world, celery_worker):
+    news = world.sites[1]
+    news.pages["/guarded"] = ChallengePage(
+        "Eiffel Tower facts | Guarded News", "Records show the Eiffel Tower was completed in 1889 after two years."
+    )
+    verification_id = run(client, retrieval_mode="sparse")
+    result = wait_for(client, verification_id)
+
+    guarded = [e for e in all_evidence(result) if e["url"].endswith("/guarded")]
+    assert guarded and all(e["snippet_only"] and e["unread_reason"] == "a bot challenge" for e in guarded)
+    assert not any("Just a moment" in e["passage"] or "JavaScript" in e["passage"] for e in all_evidence(result))
+    source = next(s for s in result["sources"] if s["url"].endswith("/guarded"))
+    assert source["status"] == "failed" and source["error"] == "the server sent a bot challenge instead of the page"

@@ -123,9 +123,10 @@ def test_favabench_report_has_the_confusion_worked_out_by_hand(fava_world, celer
     assert sorted(credibility["factual"]) == [1.0, 1.0, 1.0, 1.0]
     assert sorted(credibility["not_factual"]) == [0.0, 0.0, 0.0, 1.0, 1.0]
     assert credibility["unscored"] == {"factual": 1, "not_factual": 0}  # the Harlequin moths
-    # One search per claim (one claim per sentence); pages: 2 + 2 + 2 + 3 sources.
+    # Two searches per claim (one claim per sentence): each found one page of this small web, fewer
+    # than SECOND_SEARCH_BELOW, and was searched again with its own words; pages: 2 + 2 + 2 + 3 sources.
     cost = report["cost"]
-    assert cost["total"]["searches"] == len(fava_world.serper.queries) == 10
+    assert cost["total"]["searches"] == len(fava_world.serper.queries) == 20
     assert cost["total"]["pages"] == 9 and cost["per_text"]["pages"] == pytest.approx(9 / 4)
     assert cost["total"]["llm_calls"] > 0 and cost["per_text"]["seconds"] > 0
     assert report["failures"] == {"sentences": 0, "claims": 0, "pages": 0, "evidence": 0, "runs_failed": 0}

@@ -6,6 +6,7 @@ import pytest
 
 from verification.scoring import (
     BAND_LABELS,
+    MODEL_KNOWLEDGE,
     NO_CLAIM,
     NOT_CHECKED,
     OUTCOME_ICONS,
@@ -13,6 +14,7 @@ from verification.scoring import (
     OUTCOMES,
     PENDING,
     SCORE_RULES,
+    SNIPPET,
     VERDICT_ICONS,
     VERDICT_LABELS,
     EvidenceRecord,
@@ -395,6 +397,25 @@ def test_the_distribution_leaves_out_failed_pending_and_excluded_evidence():
     scores = compute_scores(evidence, excluded_ids={5}, excluded_types={"other"})
 
     assert scores.distribution == {"news": 100.0}
+
+
+def test_a_claim_answered_from_the_models_knowledge_counts_only_when_its_kind_is_included():
+    # Quick mode: the model's label true for claim 1 and false for claim 2, each one record of its own.
+    evidence = [
+        record(1, "supported", claim=3, source_type="news"),
+        EvidenceRecord(-1, 0, 1, "", "supported", kind=MODEL_KNOWLEDGE),
+        EvidenceRecord(-2, 0, 2, "", "not_supported", kind=MODEL_KNOWLEDGE),
+    ]
+
+    left_out = compute_scores(evidence, excluded_kinds={MODEL_KNOWLEDGE})
+    counted = compute_scores(evidence)
+
+    assert (left_out.overall.supported, left_out.overall.total, left_out.overall.excluded) == (1, 1, 2)
+    assert left_out.left_out == {-1, -2} and left_out.claim(1).judged == 0
+    assert (counted.overall.supported, counted.overall.not_supported, counted.overall.total) == (2, 1, 3)
+    assert (counted.claim(1).supported, counted.claim(2).not_supported) == (1, 1)
+    # No source was read for them: no source type's share.
+    assert counted.distribution == left_out.distribution == {"news": 100.0}
 
 
 @pytest.mark.parametrize(
@@ -951,3 +972,146 @@ def test_the_percent_shown_stays_in_the_band_of_its_colour(score, shown):
     assert shown_percent(score) == shown
     if score is not None:
         assert band(shown / 100) == band(score)
+
+
+# --- search snippets: evidence of a kind, counted by default, left out with one tick
+
+
+def snippets(spec: str, *, sentence: int = 0, claim: int = 0, first_id: int = 100):
+    """As `mix`, judged from search snippets (their pages could not be read)."""
+    return [r._replace(kind=SNIPPET) for r in mix(spec, sentence=sentence, claim=claim, first_id=first_id)]
+
+
+def test_a_record_is_a_passage_of_a_page_read_unless_it_says_otherwise():
+    assert EvidenceRecord(1, 0, 0, "news", "supported").kind == ""
+    assert EvidenceRecord._fields[-1] == "kind"  # added last: positional records stay valid
+
+
+@pytest.mark.parametrize(
+    ("excluded_kinds", "overall", "score"),
+    [
+        pytest.param((), Tally(supported=2, not_supported=1, irrelevant=2, snippets=3), 0.4, id="counted-by-default"),
+        pytest.param({SNIPPET}, Tally(supported=1, irrelevant=1, excluded=3), 0.5, id="snippets-left-out"),
+        pytest.param(
+            {"model_knowledge"},
+            Tally(supported=2, not_supported=1, irrelevant=2, snippets=3),
+            0.4,
+            id="another-kind-left-out",
+        ),
+    ],
+)
+def test_snippets_count_like_other_evidence_unless_their_kind_is_left_out(excluded_kinds, overall, score):
+    evidence = mix("1S 1I") + snippets("1S 1N 1I")
+
+    scores = compute_scores(evidence, excluded_kinds=excluded_kinds)
+
+    assert scores.overall == overall
+    assert scores.overall.score == pytest.approx(score)
+
+
+def test_leaving_snippets_out_leaves_them_out_of_their_sentence_claim_and_the_type_shares():
+    evidence = [
+        *mix("1S", sentence=0, claim=1, source_type="wiki"),
+        *snippets("1N", sentence=0, claim=1, first_id=10),
+        *snippets("2S", sentence=1, claim=2, first_id=20),
+    ]
+
+    scores = compute_scores(evidence, excluded_kinds={SNIPPET}, rule="decisive")
+
+    assert scores.sentences == {
+        0: Tally(supported=1, excluded=1, rule="decisive"),
+        1: Tally(excluded=2, rule="decisive"),
+    }
+    assert scores.claim(1).score == 1.0 and scores.claim(2).score is None
+    assert scores.distribution == {"wiki": 100.0}
+    assert scores.left_out == {10, 20, 21}
+
+
+def test_a_snippet_copy_of_a_page_read_keeps_the_group_when_snippets_are_left_out():
+    page, copy = record(1, "supported"), record(2, "supported")._replace(kind=SNIPPET, duplicate_of=1)
+    alone = record(3, "irrelevant")._replace(kind=SNIPPET)
+
+    scores = compute_scores([page, copy, alone], excluded_kinds={SNIPPET})
+
+    assert scores.overall == Tally(supported=1, excluded=1)
+    assert scores.left_out == {3}
+
+
+def test_only_judged_snippets_are_counted_as_snippets():
+    tally = compute_scores(snippets("1S 1F 1P")).overall
+
+    assert tally == Tally(supported=1, failed=1, pending=1, snippets=1)
+
+
+@pytest.mark.parametrize(
+    ("tally", "result", "noun", "note"),
+    [
+        pytest.param(
+            Tally(supported=1, snippets=1),
+            "supported",
+            "page",
+            "1 page supports it; judged from its search snippet alone (the page could not be read)",
+            id="one-snippet-alone",
+        ),
+        pytest.param(
+            Tally(supported=1, irrelevant=1, snippets=2),
+            "supported",
+            "page",
+            "1 page supports it; 1 other did not address it; all judged from search snippets alone "
+            "(no page could be read)",
+            id="snippets-alone",
+        ),
+        pytest.param(
+            Tally(irrelevant=2, snippets=2),
+            "unconfirmed",
+            "page",
+            "2 pages judged, none confirms or contradicts it; all judged from search snippets alone "
+            "(no page could be read)",
+            id="unconfirmed-from-snippets",
+        ),
+        pytest.param(
+            Tally(supported=2, not_supported=1, irrelevant=2, snippets=1),
+            "mixed",
+            "source",
+            "1 source contradicts it, 2 sources support it; 2 others did not address it; "
+            "1 of the 5 sources judged from its search snippet only",
+            id="a-sentence-with-one-snippet",
+        ),
+        pytest.param(
+            Tally(supported=3, irrelevant=1, snippets=2, excluded=1),
+            "supported",
+            "page",
+            "3 pages support it; 1 other did not address it; 2 of the 4 pages judged from their search snippets "
+            "only (1 left out of this view)",
+            id="some-snippets",
+        ),
+    ],
+)
+def test_a_note_says_how_much_of_the_evidence_was_search_snippets(tally, result, noun, note):
+    assert explain(tally, result, noun=noun) == note
+
+
+def test_a_sentences_note_says_how_many_of_its_sources_were_snippets():
+    tally = compute_scores(mix("1S 1I", claim=1) + snippets("1S", claim=2)).sentence(0)
+
+    note = explain_sentence(
+        tally, "supported", error="", claim_outcomes=["supported", "supported"], claim_notes=["", ""]
+    )
+
+    assert note == (
+        "2 sources support it; 1 other did not address it; 1 of the 3 sources judged from its search snippet only"
+    )
+
+
+@pytest.mark.parametrize(
+    ("evidence", "words"),
+    [
+        pytest.param(snippets("1S 1I"), "supported by 1 of 2 pages judged", id="judged-not-read"),
+        pytest.param(snippets("2I"), "unconfirmed: none of 2 pages judged addresses it", id="unconfirmed"),
+        pytest.param(mix("1S 1I"), "supported by 1 of 2 pages read", id="pages-read"),
+    ],
+)
+def test_outcome_words_do_not_call_a_snippet_read(evidence, words):
+    tally = compute_scores(evidence).overall
+
+    assert outcome_words(tally, outcome(tally, finished=True)) == words

@@ -220,6 +220,14 @@ def test_an_invalid_trail_is_refused_with_the_node_and_the_problem(client, confi
     assert not Verification.objects.exists()
 
 
+def test_quick_mode_is_refused_for_a_trail_with_the_reason(client, configured):
+    response = client.post("/api/trails", {"trail": trail(), "quick": True}, content_type="application/json")
+
+    assert response.status_code == 400, response.content
+    assert "not offered for trails" in response.json()["detail"]
+    assert not Verification.objects.exists()
+
+
 def test_the_trail_format_is_in_the_openapi_document(client):
     schema = client.get("/api/openapi.json").json()
     body = schema["paths"]["/api/trails"]["post"]["requestBody"]["content"]["application/json"]["schema"]

@@ -289,7 +289,9 @@ def test_posting_a_text_stores_a_run_and_redirects_to_its_permalink(client, conf
         "top_k_passages": DEFAULT_SETTINGS["top_k_passages"],
         "context_size": 0,
         "evidence": "web",
+        "quick": False,
         **NO_DOMAIN_LISTS,
+        "second_search_below": 2,  # SECOND_SEARCH_BELOW's default, kept with the run
     }
 
 
@@ -297,7 +299,12 @@ def test_posting_a_text_stores_a_run_and_redirects_to_its_permalink(client, conf
 def test_posting_only_the_text_runs_with_the_defaults(client, configured):
     client.post("/", {"text": SENTENCE})
 
-    assert Verification.objects.get().settings == {"model": MODEL, **DEFAULT_SETTINGS, **NO_DOMAIN_LISTS}
+    assert Verification.objects.get().settings == {
+        "model": MODEL,
+        **DEFAULT_SETTINGS,
+        **NO_DOMAIN_LISTS,
+        "second_search_below": 2,
+    }
 
 
 @pytest.mark.django_db

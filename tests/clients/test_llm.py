@@ -118,6 +118,7 @@ def fresh_llm_state(monkeypatch):
     # Ports are reused between tests; nothing learnt about one server may leak into another.
     monkeypatch.setattr(llm, "_NO_STRUCTURED_OUTPUT", set())
     monkeypatch.setattr(llm, "_NO_STREAMING", set())
+    monkeypatch.setattr(llm, "_NO_LOGPROBS", set())
     llm._openai_client.cache_clear()
     yield
     llm._openai_client.cache_clear()
@@ -458,6 +459,60 @@ def test_a_server_that_answers_without_a_stream_is_asked_without_one_from_then_o
 
     assert first == second and first.startswith("S1:\n- The Eiffel Tower is in Paris.")
     assert [r.get("stream", False) for r in server.requests] == [True, False, False]
+
+
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "whole"])
+def test_logprobs_asked_for_reach_parse_and_on_text_as_the_answers_tokens(fake_llm, streamed):
+    server = fake_llm()
+    client = make_client(server.url)
+    seen = []
+
+    text, tokens = client.complete(
+        system="You split sentences into atomic claims.",
+        user=CHUNK_PROMPT,
+        schema_name="claims",
+        schema=None,
+        parse=lambda answer, tokens: (answer, tokens),
+        logprobs=2,
+        **({"on_text": lambda text, tokens: seen.append((text, tokens))} if streamed else {}),
+    )
+
+    [request] = server.requests
+    assert request["logprobs"] is True and request["top_logprobs"] == 2
+    assert tokens and "".join(t.token for t in tokens) == text and all(t.logprob <= 0 for t in tokens)
+    assert all("".join(t.token for t in so_far).startswith(so_far_text) for so_far_text, so_far in seen)
+    assert bool(seen) is streamed
+
+
+def test_a_server_without_logprobs_gives_parse_none_for_the_tokens(fake_llm):
+    server = fake_llm(logprobs=False)
+    client = make_client(server.url)
+
+    tokens = ask_with_logprobs(client)
+
+    assert tokens is None and server.requests[0]["logprobs"] is True
+
+
+def test_a_server_that_refuses_logprobs_is_asked_without_them_from_then_on(scripted):
+    server = scripted(Reply(status=400), Reply(content="S1:\n- The Eiffel Tower is in Paris. | eiffel paris | true"))
+    client = make_client(server.url)
+
+    first, second = ask_with_logprobs(client, streamed=False), ask_with_logprobs(client, streamed=False)
+
+    assert first is None and second is None
+    assert [body.get("logprobs", False) for _, body in server.requests] == [True, False, False]
+
+
+def ask_with_logprobs(client: LLMClient, *, streamed: bool = True):
+    return client.complete(
+        system="You split sentences into atomic claims.",
+        user=CHUNK_PROMPT,
+        schema_name="claims",
+        schema=None,
+        parse=lambda answer, tokens: tokens,
+        logprobs=1,
+        **({"on_text": lambda text, tokens: None} if streamed else {}),
+    )
 
 
 def test_a_server_that_refuses_to_stream_is_asked_without_a_stream(scripted):

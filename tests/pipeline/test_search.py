@@ -1,6 +1,6 @@
 import pytest
 
-from verification.pipeline.search import search_claim
+from verification.pipeline.search import search_claim, second_query
 from verification.pipeline.types import SearchHit
 
 
@@ -118,3 +118,32 @@ def test_it_stops_at_top_k():
 
 def test_it_returns_nothing_when_the_provider_finds_nothing():
     assert search_claim(FakeProvider([]), "q", top_k=3) == []
+
+
+@pytest.mark.parametrize(
+    ("claim", "query", "expected"),
+    [
+        pytest.param(
+            "The Eiffel Tower was completed in 1889.",
+            "eiffel tower completion year",
+            "The Eiffel Tower was completed in 1889.",
+            id="the-claim-when-the-query-was-other-words",
+        ),
+        pytest.param(
+            "The Eiffel Tower was completed in 1889.",
+            "The Eiffel Tower was completed in 1889.",
+            "Eiffel Tower completed 1889",
+            id="its-key-words-when-the-query-was-the-claim",
+        ),
+        pytest.param(
+            "The  Eiffel Tower was completed in 1889",
+            "the eiffel tower was completed in 1889.",
+            "Eiffel Tower completed 1889",
+            id="the-same-words-in-other-case-and-spacing-are-the-same-query",
+        ),
+        pytest.param("Eiffel Tower 1889", "eiffel tower 1889", "", id="nothing-when-both-were-asked-already"),
+        pytest.param("x" * 300, "y", "x" * 200, id="as-long-as-a-query-may-be"),
+    ],
+)
+def test_a_second_query_asks_what_the_first_did_not(claim, query, expected):
+    assert second_query(claim, query) == expected

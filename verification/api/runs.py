@@ -103,6 +103,14 @@ class RunSettingsIn(Schema):
         description=f"Domains whose results this run never reads nor counts (subdomains included), at most "
         f"{MAX_RUN_BLOCKED_DOMAINS}; added to the server's BLOCKED_DOMAINS.",
     )
+    quick: bool | None = Field(
+        None,
+        description="Quick mode (FaStfact's pre-verification): the model also labels each claim true, false or unsure "
+        "from its own knowledge, and a claim labelled true or false with a probability of at least "
+        "QUICK_MIN_PROBABILITY (from the label token's logprob) is not searched; such claims are marked "
+        "from_model_knowledge and left out of the scores unless asked for (model_knowledge=1). A server without "
+        "logprobs has every claim searched. Web evidence only: refused (400) with evidence documents or both.",
+    )
 
 
 class SourceIn(Schema):
@@ -208,10 +216,18 @@ def verification_create(request: HttpRequest):
 class ResultView(Schema):
     exclude_evidence: str = Field("", description="Comma-separated evidence ids to leave out of the scores.")
     exclude_types: str = Field("", description="Comma-separated source types to leave out of the scores.")
+    exclude_kinds: str = Field(
+        "", description='Comma-separated kinds of evidence to leave out of the scores: "snippet" (search snippets).'
+    )
     score_rule: ScoreRule = Field(
         DEFAULT_RULE,
         description="all: supported ÷ all judged evidence (the paper's); decisive: supported ÷ (supported + "
         "not supported), irrelevant evidence left out.",
+    )
+    model_knowledge: bool = Field(
+        False,
+        description="Count the claims quick mode answered from the model's own knowledge (label true as supporting, "
+        "false as not supporting); left out by default, as nothing was checked against a source for them.",
     )
 
 
@@ -230,6 +246,8 @@ def verification_get(request: HttpRequest, verification_id: uuid.UUID, view: Que
         excluded_ids=frozenset(parse_ids(view.exclude_evidence)),
         excluded_types=frozenset(t for t in view.exclude_types.split(",") if t.strip()),
         score_rule=view.score_rule,
+        model_knowledge=view.model_knowledge,
+        excluded_kinds=frozenset(k for k in view.exclude_kinds.split(",") if k.strip()),
     )
     return selectors.verification_result(verification, state)
 

@@ -66,6 +66,9 @@ class Counts(Schema):
         description="the user's own documents judged irrelevant to the claim: counted under neither rule "
         "(every claim cites every document, so one that does not address it is no evidence against it)",
     )
+    snippets: Count = Field(
+        0, description="of the judged evidence counted, the items judged from a search snippet (page not read)"
+    )
 
 
 class RunSettings(Schema):
@@ -78,6 +81,11 @@ class RunSettings(Schema):
     top_k_passages: int = None
     context_size: int = None
     evidence: EvidenceMode = None
+    quick: bool = Field(
+        None,
+        description="quick mode: claims the model labelled true or false from its own knowledge with at least "
+        "quick_min_probability were not searched (web evidence only)",
+    )
     evidence_switched_from: EvidenceMode = Field(
         None, description="the mode asked for when documents came with “web”: the run read them too (“both”)"
     )
@@ -86,6 +94,12 @@ class RunSettings(Schema):
     server_allowed_domains: list[str] = Field(
         None, description="ALLOWED_DOMAINS when the run was created; empty: every domain not blocked"
     )
+    second_search_below: int = Field(
+        None,
+        description="SECOND_SEARCH_BELOW when the run was created: a claim with fewer of its web results read as "
+        "pages is searched once more (0: never)",
+    )
+    quick_min_probability: float = Field(None, description="QUICK_MIN_PROBABILITY when the quick run was created")
 
 
 class LeftOut(Schema):
@@ -150,6 +164,9 @@ class Usage(Schema):
     searches: Count
     llm_cached: Count = Field(0, description="model answers reused from earlier runs (the cache) instead of asked")
     searches_cached: Count = Field(0, description="web searches reused from earlier runs (the cache) instead of sent")
+    claims_searched_again: Count = Field(
+        0, description="claims too few of whose pages could be read, searched a second time (counted in searches)"
+    )
 
 
 class EvidenceResult(Schema):
@@ -171,6 +188,13 @@ class EvidenceResult(Schema):
     rationale: str
     status: RunStatus
     error: str
+    snippet_only: bool = Field(
+        False,
+        description="judged from the search result's title and snippet (passage): its page could not be read",
+    )
+    unread_reason: str = Field(
+        "", description='why the page was not read ("HTTP 403", "a bot challenge", "timed out" …); "" when it was'
+    )
     included: bool = Field(description="counted in this view's scores")
     duplicate_of: int | None = Field(
         description="the id of the item whose text this one repeats (found at another URL): it is not judged nor "
@@ -183,6 +207,21 @@ class ClaimResult(Schema):
     index: int
     text: str
     query: str
+    second_query: str = Field(
+        "", description="the query of the claim's second search, when too few of its pages could be read; '' when none"
+    )
+    model_label: Literal["", "true", "false", "unsure"] = Field(
+        "", description="quick mode: what the model said of the claim from its own knowledge; '' when not asked"
+    )
+    model_label_probability: float | None = Field(
+        None, description="the label's probability, from its token's logprob; null when the server gave none"
+    )
+    from_model_knowledge: bool = Field(
+        False,
+        description="quick mode: answered from the model's own knowledge, not checked against any source and not "
+        "searched; it has no evidence, and counts in the scores (label true as supporting, false as not) only with "
+        "model_knowledge=1",
+    )
     status: ClaimStatusValue
     error: str
     outcome: ClaimOutcome
@@ -239,6 +278,19 @@ class DocumentResult(Schema):
     error: str
 
 
+class QuickSummary(Schema):
+    min_probability: float | None = Field(description="the probability from which a label true or false was trusted")
+    labelled_claims: Count = Field(description="claims the model gave a label")
+    skipped_claims: Count = Field(description="claims answered from the model's own knowledge, not searched")
+    searches_saved: Count = Field(description="web searches not sent (one per skipped claim)")
+    pages_saved: Count = Field(description="pages not fetched, at most: the results per claim for each skipped one")
+    logprobs: bool | None = Field(
+        description="whether the model server gave the labels' probabilities (logprobs); without them no claim is "
+        "skipped; null before any label came"
+    )
+    note: str = Field(description="the above in words, as the result page says it")
+
+
 class VerificationResult(Schema):
     id: str = Field(json_schema_extra={"format": "uuid"})
     permalink: str
@@ -259,6 +311,13 @@ class VerificationResult(Schema):
     source_types: dict[str, float] = Field(description="share of the included judged evidence per source type, in %")
     excluded_evidence: list[int]
     excluded_types: list[str]
+    model_knowledge_counted: bool = Field(
+        False, description="whether this view counts the claims answered from the model's own knowledge (quick mode)"
+    )
+    quick: QuickSummary | None = Field(None, description="quick mode's account of the run; null without quick mode")
+    excluded_kinds: list[str] = Field(
+        [], description='kinds of evidence this view leaves out: "snippet" (judged from a search snippet)'
+    )
     problems: list[Problem]
     retries: Count = Field(description="times its failed parts were queued again on request")
     retried_at: Timestamp | None = Field(None, description="when its failed parts were last queued again")

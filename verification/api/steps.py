@@ -286,12 +286,14 @@ class EvidenceIn(Schema):
     source_type: str
     verdict: Literal["supported", "not_supported", "irrelevant", ""] = Field(description='"" when not judged')
     failed: bool = False
+    kind: str = Field("", description='"" for a passage of a page read; "snippet" for a search snippet')
 
 
 class ScoreIn(Schema):
     evidence: list[EvidenceIn] = Field(max_length=100_000)
     excluded_ids: list[int] = []
     excluded_types: list[str] = []
+    excluded_kinds: list[str] = Field([], description='kinds of evidence to leave out: "snippet"')
     score_rule: Literal["all", "decisive"] = DEFAULT_RULE
 
 
@@ -324,6 +326,7 @@ def step_score(request: HttpRequest, payload: ScoreIn):
         rule=payload.score_rule,
         excluded_ids=payload.excluded_ids,
         excluded_types=payload.excluded_types,
+        excluded_kinds=payload.excluded_kinds,
     )
     return {
         "score_rule": scores.rule,

@@ -20,6 +20,11 @@ from verification.worker import start
 
 trails = Router(tags=["trails"])
 
+QUICK_REFUSED_FOR_TRAILS = (
+    "Quick mode is not offered for trails: a trail is checked against the texts that made it, never against the "
+    "model's own knowledge. Leave quick out."
+)
+
 
 class TrailIn(Schema):
     model_config = {"extra": "forbid"}
@@ -35,6 +40,11 @@ class TrailIn(Schema):
         ge=1,
         le=MAX_Q,
         description="Not Fully Supported verdicts in a row after which a claim stops (TRAIL_Q by default)",
+    )
+    quick: bool | None = Field(
+        None,
+        description="Not offered for trails (true is refused with 400): a trail is checked against the texts that "
+        "made it, never against the model's own knowledge.",
     )
 
 
@@ -59,6 +69,8 @@ def trail_create(request: HttpRequest, payload: TrailIn):
     runs in the background: poll `result_url` until `status` is `done` or `failed`."""
     if ownership.header_token(request) == "":
         return Status(400, {"detail": f"{ownership.TOKEN_RULE}, or be left out."})
+    if payload.quick:
+        return Status(400, {"detail": QUICK_REFUSED_FOR_TRAILS})
     try:
         submission = trail_submission(payload.trail, model=payload.model, q=payload.q)
     except TrailRefused as refusal:

@@ -2,7 +2,8 @@
 (OpenAI, vLLM, Ollama, llama.cpp). Transient failures (429, 5xx, timeouts) are retried with
 jittered backoff (or the server's Retry-After) within a time budget per call, not only a count:
 a server that keeps failing must not hold a run for minutes. A malformed answer is asked for
-once more. A step that can act on an answer's first lines (decompose) gets it streamed."""
+once more. A step that can act on an answer's first lines (decompose) gets it streamed. With
+LLM_CONCURRENCY, each request waits for one of the server's slots (llm_slots), in priority order."""
 
 import contextlib
 import email.utils
@@ -18,8 +19,9 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_before_delay, wait_random_exponential
 
+from verification.clients import llm_slots
 from verification.clients.llm_models import ModelChoice, parse_model_list  # noqa: F401 (part of this API)
-from verification.pipeline.types import LLMUsage, MalformedAnswer, StepError
+from verification.pipeline.types import LLMUsage, MalformedAnswer, StepError, TokenLogprob
 
 T = TypeVar("T")
 
@@ -27,6 +29,8 @@ T = TypeVar("T")
 _NO_STRUCTURED_OUTPUT: set[tuple[str, str]] = set()
 # Servers that refused to stream an answer, or answered a stream request without one.
 _NO_STREAMING: set[tuple[str, str]] = set()
+# Servers that answered 400 to `logprobs`: asked without them from then on (the answer matters more).
+_NO_LOGPROBS: set[tuple[str, str]] = set()
 _lock = threading.Lock()
 
 
@@ -70,14 +74,44 @@ def _retry_after(error: BaseException) -> float | None:
     return None
 
 
+class _Logprobs:
+    """One call's request for token logprobs, and the tokens it got: None while the server sent
+    none (a server without logprobs, or one that ignores the request)."""
+
+    def __init__(self, top: int) -> None:
+        self.top = top
+        self.tokens: list[TokenLogprob] | None = None
+
+    def add(self, logprobs: Any) -> None:
+        """`choices[0].logprobs` of a response or of a stream's chunk."""
+        content = getattr(logprobs, "content", None)
+        if content:
+            self.tokens = (self.tokens or []) + [TokenLogprob(t.token, t.logprob) for t in content]
+
+
 class LLMClient:
     """Implements the pipeline's `JsonLLM` for one model, counting calls and tokens."""
 
     def __init__(
-        self, *, model: str, base_url: str, api_key: str, timeout: float, max_retries: int, retry_budget: float = 20.0
+        self,
+        *,
+        model: str,
+        base_url: str,
+        api_key: str,
+        timeout: float,
+        max_retries: int,
+        retry_budget: float = 20.0,
+        concurrency: int = 0,
+        redis_url: str = "",
+        priority: int = 0,
     ) -> None:
         self.model = model
         self.base_url = base_url
+        # At most `concurrency` requests at once to this server (0: any number), counted through
+        # Redis when given; waiting ones go by `priority` (lower first: a sentence's index), then
+        # by arrival.
+        self._slots = llm_slots.slots_for(base_url, concurrency, redis_url)
+        self.priority = priority
         # Local servers (Ollama, llama.cpp) take any key; openai refuses an empty one.
         self._client = _openai_client(base_url, api_key or "unused", timeout)
         self.max_retries = max_retries
@@ -92,25 +126,29 @@ class LLMClient:
         user: str,
         schema_name: str,
         schema: dict | None,
-        parse: Callable[[Any], T],
-        on_text: Callable[[str], None] | None = None,
+        parse: Callable[..., T],
+        on_text: Callable[..., None] | None = None,
+        logprobs: int = 0,
     ) -> T:
         problem = ""
         for _attempt in range(2):
+            asked = _Logprobs(logprobs) if logprobs else None
             if on_text is not None and schema is None and (self.base_url, self.model) not in _NO_STREAMING:
-                text = self._streamed(system, user, on_text)
+                text = self._streamed(system, user, on_text, asked)
             else:
-                text = self._ask(system, user, schema_name, schema)
+                text = self._ask(system, user, schema_name, schema, asked)
             try:
-                return parse(decode_answer(text))
+                return parse(decode_answer(text), asked.tokens) if asked else parse(decode_answer(text))
             except MalformedAnswer as error:
                 problem = str(error)
         raise StepError(f"the model {self.model} gave a malformed answer twice ({problem})")
 
-    def _ask(self, system: str, user: str, schema_name: str, schema: dict | None) -> str:
+    def _ask(
+        self, system: str, user: str, schema_name: str, schema: dict | None, asked: _Logprobs | None = None
+    ) -> str:
         if schema is None:  # a plain-text answer, in the format the prompt describes
             try:
-                return self._chat(system, user, schema_name, schema, structured=False)
+                return self._chat(system, user, schema_name, schema, structured=False, asked=asked)
             except openai.BadRequestError as error:
                 raise StepError(describe_api_error(error, self.model, self.base_url)) from error
         if (self.base_url, self.model) not in _NO_STRUCTURED_OUTPUT:
@@ -127,7 +165,15 @@ class LLMClient:
             _NO_STRUCTURED_OUTPUT.add((self.base_url, self.model))
         return text
 
-    def _chat(self, system: str, user: str, schema_name: str, schema: dict | None, structured: bool) -> str:
+    def _chat(
+        self,
+        system: str,
+        user: str,
+        schema_name: str,
+        schema: dict | None,
+        structured: bool,
+        asked: _Logprobs | None = None,
+    ) -> str:
         kwargs: dict[str, Any] = {}
         if structured:
             kwargs["response_format"] = {
@@ -137,7 +183,8 @@ class LLMClient:
         elif schema is not None:
             user = f"{user}\n\nAnswer with one JSON object only, matching this JSON schema:\n{json.dumps(schema)}"
         try:
-            response = self._create(
+            response = self._create_asking(
+                asked,
                 model=self.model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 temperature=0,
@@ -156,16 +203,19 @@ class LLMClient:
         self._count(response.usage)
         if not response.choices or response.choices[0].message.content is None:
             return ""
+        if asked:
+            asked.add(response.choices[0].logprobs)
         return response.choices[0].message.content
 
-    def _streamed(self, system: str, user: str, on_text: Callable[[str], None]) -> str:
+    def _streamed(self, system: str, user: str, on_text: Callable[..., None], asked: _Logprobs | None = None) -> str:
         """A plain-text answer asked for as a stream: `on_text` gets the answer so far at each
         line's end, so a step can act on its first lines while the model writes the rest. A
         server that refuses to stream (HTTP 400 to `stream_options`) or answers without a
         stream is asked again without one, and from then on."""
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         try:
-            stream = self._create(
+            stream = self._create_asking(
+                asked,
                 model=self.model,
                 messages=messages,
                 temperature=0,
@@ -173,7 +223,7 @@ class LLMClient:
                 stream_options={"include_usage": True},
             )
         except openai.BadRequestError:
-            return self._without_streaming(system, user)
+            return self._without_streaming(system, user, asked)
         except openai.APIError as error:
             raise StepError(describe_api_error(error, self.model, self.base_url)) from error
         parts: list[str] = []
@@ -185,12 +235,14 @@ class LLMClient:
                 usage = chunk.usage or usage
                 delta = chunk.choices[0].delta if chunk.choices else None  # null in some servers' last event
                 piece = getattr(delta, "content", None)
+                if asked and chunk.choices:
+                    asked.add(chunk.choices[0].logprobs)
                 if piece:
                     parts.append(piece)
                     if "\n" in piece:
-                        on_text("".join(parts))
+                        on_text("".join(parts), asked.tokens) if asked else on_text("".join(parts))
         if not chunks:
-            return self._without_streaming(system, user)
+            return self._without_streaming(system, user, asked)
         self.usage.calls += 1
         self._count(usage)
         return "".join(parts)
@@ -207,15 +259,26 @@ class LLMClient:
         except ValueError as error:  # an event that is not JSON
             raise StepError(f"the server at {self.base_url} sent a stream that is not an OpenAI one") from error
 
-    def _without_streaming(self, system: str, user: str) -> str:
+    def _without_streaming(self, system: str, user: str, asked: _Logprobs | None = None) -> str:
         with _lock:
             _NO_STREAMING.add((self.base_url, self.model))
-        return self._ask(system, user, "", None)
+        return self._ask(system, user, "", None, asked)
 
     def _count(self, usage: Any) -> None:
         if usage is not None:
             self.usage.prompt_tokens += usage.prompt_tokens or 0
             self.usage.completion_tokens += usage.completion_tokens or 0
+
+    def _create_asking(self, asked: _Logprobs | None, **request) -> Any:
+        """`_create`, asking for the tokens' logprobs when `asked` (and the server takes them)."""
+        if asked is None or (self.base_url, self.model) in _NO_LOGPROBS:
+            return self._create(**request)
+        try:
+            return self._create(**request, logprobs=True, top_logprobs=asked.top)
+        except openai.BadRequestError:
+            with _lock:
+                _NO_LOGPROBS.add((self.base_url, self.model))
+            return self._create(**request)
 
     def _create(self, **request) -> Any:
         retrying = Retrying(
@@ -224,7 +287,43 @@ class LLMClient:
             retry=retry_if_exception(_retryable),
             reraise=True,
         )
-        return retrying(self._client.chat.completions.create, **request)
+        return retrying(self._attempt, **request)
+
+    def _attempt(self, **request) -> Any:
+        """One request, in a slot of the server's when their number is limited: an answer in one
+        piece gives it back when it arrives (not kept while backing off), a stream when closed."""
+        if self._slots is None:
+            return self._client.chat.completions.create(**request)
+        slots, ticket = self._slots, self._slots.take(self.priority)
+        try:
+            response = self._client.chat.completions.create(**request)
+        except BaseException:
+            slots.give_back(ticket)
+            raise
+        if not request.get("stream"):
+            slots.give_back(ticket)
+            return response
+        return _SlotStream(response, lambda: slots.give_back(ticket))
+
+
+class _SlotStream:
+    """A stream that gives its slot back when closed: the server is busy until its last token."""
+
+    def __init__(self, stream: Any, release: Callable[[], None]) -> None:
+        self._stream = stream
+        self._release: Callable[[], None] | None = release
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._stream)
+
+    def close(self) -> None:
+        try:
+            if hasattr(self._stream, "close"):
+                self._stream.close()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
 
 
 def describe_api_error(error: openai.APIError, model: str, base_url: str) -> str:

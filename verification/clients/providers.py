@@ -42,8 +42,10 @@ def model_names() -> list[str]:
     return [choice.name for choice in model_choices()]
 
 
-def llm_client(model_name: str) -> "LLMClient":
-    """The client for a configured model (run settings are validated against the list)."""
+def llm_client(model_name: str, *, priority: int = 0) -> "LLMClient":
+    """The client for a configured model (run settings are validated against the list);
+    `priority` orders its requests when LLM_CONCURRENCY makes them wait (lower first: the index
+    of the sentence they serve)."""
     # Imports openai (over half a second): only where a model is asked, one thread at a time.
     LLMClient = lazy.load("verification.clients.llm").LLMClient  # noqa: N806
     choice = next((c for c in model_choices() if c.name == model_name), None)
@@ -56,6 +58,9 @@ def llm_client(model_name: str) -> "LLMClient":
         timeout=settings.LLM_TIMEOUT,
         max_retries=settings.LLM_MAX_RETRIES,
         retry_budget=settings.LLM_RETRY_BUDGET,
+        concurrency=settings.LLM_CONCURRENCY,
+        redis_url=settings.REDIS_URL,
+        priority=priority,
     )
 
 

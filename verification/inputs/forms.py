@@ -16,7 +16,25 @@ DEFAULT_SETTINGS = {
     "top_k_passages": 3,
     "context_size": 1,
     "evidence": "web",
+    "quick": False,
 }
+# In a run's settings: SECOND_SEARCH_BELOW as it was when the run was created (worker/joins.py).
+SECOND_SEARCH_BELOW = "second_search_below"
+# In a quick run's settings: QUICK_MIN_PROBABILITY as it was when the run was created.
+QUICK_MIN_PROBABILITY = "quick_min_probability"
+QUICK_REFUSED = (
+    "Quick mode takes some answers from the model's own knowledge, and that must never be mixed with "
+    "your documents: untick quick mode, or check against the web alone."
+)
+
+
+def quick_mode(run_settings: dict) -> bool:
+    """Whether a run labels its claims from the model's own knowledge and skips the searches of
+    those it is sure of: asked for, and only ever with web evidence (documents and trails are
+    checked against what they were given, never against the model's memory)."""
+    return bool(run_settings.get("quick")) and run_settings.get("evidence", "web") == "web"
+
+
 RETRIEVAL_MODES = [
     ("dense", "Dense: sentence embeddings (re-scoring BM25's shortlist)"),
     ("sparse", "Sparse: BM25 keyword match"),
@@ -77,6 +95,14 @@ class VerificationForm(forms.Form):
         f"between them, at most {MAX_RUN_BLOCKED_DOMAINS}.",
     )
     evidence = forms.ChoiceField(choices=EVIDENCE_MODES, required=False, widget=forms.RadioSelect, label="Evidence")
+    quick = forms.BooleanField(
+        required=False,
+        label="Quick mode: skip the search for claims the model is sure of",
+        help_text="The model also says whether it knows each claim to be true or false; a claim it is sure of "
+        "(as its server reports the probability) is not searched, and is shown as from the model's own "
+        "knowledge, not checked against any source, left out of the score unless you count it in. "
+        "Web evidence only.",
+    )
     sources = forms.CharField(
         required=False,
         label="Your documents: web addresses",
@@ -165,6 +191,8 @@ class VerificationForm(forms.Form):
             cleaned["evidence"] = mode
         if mode == "web":
             return cleaned
+        if cleaned.get("quick"):
+            self.add_error("quick", QUICK_REFUSED)
         try:
             self.documents = documents.checked([*self.inherited, *given], mode)
         except forms.ValidationError as error:
@@ -183,6 +211,9 @@ class VerificationForm(forms.Form):
             **DEFAULT_SETTINGS,
             **{name: value for name, value in chosen.items() if value not in (None, "")},
             **domain_lists.run_settings(self.cleaned_data.get("blocked_domains") or []),
+            SECOND_SEARCH_BELOW: settings.SECOND_SEARCH_BELOW,
+            # Quick mode's threshold as it was when the run was created: a resumed run trusts as it began.
+            **({QUICK_MIN_PROBABILITY: settings.QUICK_MIN_PROBABILITY} if self.cleaned_data.get("quick") else {}),
             **switched,
         }
 

@@ -4,11 +4,14 @@ One call decomposes a chunk of consecutive sentences (FaStfact's chunked extract
 instructions and the paragraphs are sent once instead of once per sentence. Every claim stays
 tied to the sentence it came from."""
 
+import json
+import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from .types import ClaimDraft, JsonLLM, MalformedAnswer, SegmentedSentence
+from .types import ClaimDraft, JsonLLM, MalformedAnswer, SegmentedSentence, TokenLogprob
 
 MAX_CLAIMS_PER_SENTENCE = 8
 MAX_QUERY_CHARS = 200
@@ -44,6 +47,22 @@ S2:
 S3:
 
 Answer every target sentence, in order, as in the example."""
+
+# Quick mode (FaStfact's pre-verification) appends this to the instructions above, so that the
+# plain prompt stays byte-identical (a local server's cached prefix) and quick calls share it too.
+# The label goes last on the claim's line: the model has written the claim out before it commits
+# to a label, and the label's token is easy to find for its logprob. "unsure" is offered so that
+# the model need not guess; only a true or false label can ever spare a claim its search.
+QUICK_INSTRUCTION = """
+
+Also label each claim from your own knowledge, without any search: after its query add " | " and
+true if you know the claim is true, false if you know it is false, unsure otherwise.
+- Metformin lowers blood sugar. | metformin lowers blood sugar | true"""
+QUICK_SYSTEM_PROMPT = SYSTEM_PROMPT + QUICK_INSTRUCTION
+# Alternatives per token asked of the server with the logprobs: the label's own token is what is
+# read, but some servers send no logprobs unless at least one alternative is asked for.
+QUICK_TOP_LOGPROBS = 1
+LABELS = ("true", "false", "unsure")
 
 NOT_ANSWERED = "the model left this sentence out of its answer (asked twice)"
 
@@ -95,10 +114,16 @@ def _numbered(targets: Sequence[SegmentedSentence]) -> tuple[list[str], list[str
     return lines, asked
 
 
+def system_prompt(*, quick: bool = False) -> str:
+    return QUICK_SYSTEM_PROMPT if quick else SYSTEM_PROMPT
+
+
 def decompose_chunk(
     llm: JsonLLM,
     targets: Sequence[SegmentedSentence],
     on_sentence: Callable[[int, list[ClaimDraft]], None] | None = None,
+    *,
+    quick: bool = False,
 ) -> dict[int, list[ClaimDraft]]:
     """{sentence index: its claims} for the targets. Sentences the answer leaves out are asked
     once more on their own call; those still missing are absent from the result.
@@ -106,21 +131,29 @@ def decompose_chunk(
     `on_sentence(index, claims)` is called for each sentence as soon as the model has written
     its claims (its section is followed by the next one's header), while it writes the rest: the
     first sentences' claims can be searched meanwhile. Called once per sentence, with the claims
-    the result then holds for it."""
+    the result then holds for it.
+
+    `quick`: each claim also gets the model's own label (true, false, unsure) and, from a server
+    that gives logprobs, that label's probability."""
     found: dict[int, list[ClaimDraft]] = {}
     for _attempt in range(2):
         missing = [s for s in targets if s.index not in found]
         if not missing:
             break
-        found |= _ask(llm, missing, _Watcher(labels(missing), on_sentence) if on_sentence else None)
+        watcher = _Watcher(labels(missing), on_sentence, quick=quick) if on_sentence else None
+        found |= _ask(llm, missing, watcher, quick=quick)
     return found
 
 
-def _ask(llm: JsonLLM, targets: Sequence[SegmentedSentence], watcher: "_Watcher | None") -> dict[int, list[ClaimDraft]]:
+def _ask(
+    llm: JsonLLM, targets: Sequence[SegmentedSentence], watcher: "_Watcher | None", *, quick: bool = False
+) -> dict[int, list[ClaimDraft]]:
     asked = labels(targets)
 
-    def parse(answer: Any) -> dict[int, list[ClaimDraft]]:
+    def parse(answer: Any, tokens: Sequence[TokenLogprob] | None = None) -> dict[int, list[ClaimDraft]]:
         parsed = parse_chunk(answer, asked)
+        if quick:
+            parsed = {index: scored(claims, tokens) for index, claims in parsed.items()}
         if watcher is None:
             return parsed
         # What was handed on while the answer streamed stays what the sentence got (a retried
@@ -130,20 +163,29 @@ def _ask(llm: JsonLLM, targets: Sequence[SegmentedSentence], watcher: "_Watcher 
             watcher.give(index, claims)
         return parsed
 
-    streamed = {"on_text": watcher.read} if watcher else {}
+    streamed: dict[str, Any] = {"on_text": watcher.read} if watcher else {}
+    if quick:
+        streamed["logprobs"] = QUICK_TOP_LOGPROBS
     return llm.complete(
-        system=SYSTEM_PROMPT, user=build_prompt(targets), schema_name="claims", schema=None, parse=parse, **streamed
+        system=system_prompt(quick=quick),
+        user=build_prompt(targets),
+        schema_name="claims",
+        schema=None,
+        parse=parse,
+        **streamed,
     )
 
 
 class _Watcher:
     """Reads an answer as it is written and hands on each sentence whose section is complete."""
 
-    def __init__(self, asked: dict[str, int], on_sentence: Callable[[int, list[ClaimDraft]], None]) -> None:
-        self.asked, self.on_sentence = asked, on_sentence
+    def __init__(
+        self, asked: dict[str, int], on_sentence: Callable[[int, list[ClaimDraft]], None], *, quick: bool = False
+    ) -> None:
+        self.asked, self.on_sentence, self.quick = asked, on_sentence, quick
         self.given: dict[int, list[ClaimDraft]] = {}
 
-    def read(self, text: str) -> None:
+    def read(self, text: str, tokens: Sequence[TokenLogprob] | None = None) -> None:
         if text.lstrip().startswith(("{", "[", "`")):  # JSON: read whole, at the end
             return
         complete_lines = text[: text.rfind("\n") + 1]
@@ -155,7 +197,7 @@ class _Watcher:
                 claims = parse_claims(body)
             except MalformedAnswer:
                 continue  # the whole answer's parse decides (and may ask again)
-            self.give(index, claims)
+            self.give(index, scored(claims, tokens) if self.quick else claims)
 
     def give(self, index: int, claims: list[ClaimDraft]) -> None:
         if index not in self.given:
@@ -163,8 +205,8 @@ class _Watcher:
             self.on_sentence(index, claims)
 
 
-def decompose_sentence(llm: JsonLLM, sentence: SegmentedSentence) -> list[ClaimDraft]:
-    found = decompose_chunk(llm, [sentence])
+def decompose_sentence(llm: JsonLLM, sentence: SegmentedSentence, *, quick: bool = False) -> list[ClaimDraft]:
+    found = decompose_chunk(llm, [sentence], quick=quick)
     if sentence.index not in found:
         raise MalformedAnswer(NOT_ANSWERED)
     return found[sentence.index]
@@ -254,8 +296,9 @@ def _bullets(text: str) -> list[dict]:
     for line in text.splitlines():
         match = _BULLET.match(line)
         if match:
-            claim, _, query = match.group(1).partition("|")
-            items.append({"claim": claim, "query": query})
+            claim, _, rest = match.group(1).partition("|")
+            query, label = _query_and_label(rest)
+            items.append({"claim": claim, "query": query, "label": label})
     if not items:
         raise MalformedAnswer(f"neither JSON nor a bullet list: {text[:80]!r}")
     return items
@@ -270,4 +313,100 @@ def _draft(item: Any) -> ClaimDraft | None:
     query = " ".join(str(item.get("query") or "").split()) or claim
     if not claim:
         return None
-    return ClaimDraft(text=claim, query=query[:MAX_QUERY_CHARS])
+    return ClaimDraft(text=claim, query=query[:MAX_QUERY_CHARS], label=_label(str(item.get("label") or "")))
+
+
+# A quick-mode label as models write it: "true", "**False**", "label: unsure", "True (confident)".
+_LABEL = re.compile(
+    r"[\s*_`\"'(\[]*(?:label\s*[:=]\s*)?(true|false|unsure|unknown|uncertain)\b[\s*_`\"')\].!]*(?:\(.*\))?\s*",
+    re.IGNORECASE,
+)
+
+
+def _label(text: str) -> str:
+    match = _LABEL.fullmatch(text)
+    if not match:
+        return ""
+    word = match.group(1).lower()
+    return word if word in LABELS else "unsure"
+
+
+def _query_and_label(rest: str) -> tuple[str, str]:
+    """What follows a claim's first "|": its query, and the label after a last "|" (quick mode).
+    The whole rest is a label only when it is nothing else ("- claim | true", no query)."""
+    query, bar, last = rest.rpartition("|")
+    if bar and _label(last):
+        return query, _label(last)
+    if _label(rest):
+        return "", _label(rest)
+    return rest, ""
+
+
+def known_by_model(draft: ClaimDraft, min_probability: float) -> bool:
+    """Quick mode: the model labelled the claim true or false with at least this probability, so
+    it is not searched (FaStfact's pre-verification). Never without a probability."""
+    return draft.label in ("true", "false") and draft.probability is not None and draft.probability >= min_probability
+
+
+def scored(drafts: list[ClaimDraft], tokens: Sequence[TokenLogprob] | None) -> list[ClaimDraft]:
+    """The drafts with their labels' probabilities from the answer's tokens (None without them,
+    or for a label not found among them)."""
+    if tokens is None:
+        return drafts
+    found = label_probabilities(tokens)
+    return [replace(d, probability=found.get(d.text.lower())) if d.label else d for d in drafts]
+
+
+def label_probabilities(tokens: Sequence[TokenLogprob]) -> dict[str, float]:
+    """Claim text (lower case) → the probability of the label the answer gives it: exp(logprob)
+    of the label's token, the product over its tokens when the label is split in several. Read
+    from the answer as written, claim lines ("- claim | query | true") or JSON ("label": "true"
+    after its "claim"); the first line of a claim written twice counts."""
+    text = "".join(token.token for token in tokens)
+    ends = [0]
+    for token in tokens:
+        ends.append(ends[-1] + len(token.token))
+
+    def probability(start: int, end: int) -> float:
+        logprob = sum(t.logprob for t, a, b in zip(tokens, ends, ends[1:], strict=False) if a < end and b > start)
+        return min(1.0, math.exp(logprob))
+
+    found: dict[str, float] = {}
+    for line in re.finditer(r"[^\n]+", text):
+        claim, label = _claim_line(line.group())
+        if claim and label and claim not in found:
+            bar = line.start() + line.group().rfind("|") + 1
+            match = _LABEL.fullmatch(text, bar, line.end())
+            if match:
+                found[claim] = probability(match.start(1), match.end(1))
+    if found:
+        return found
+    claims = [(m.end(), m.group(1)) for m in _JSON_CLAIM.finditer(text)]
+    for label in _JSON_LABEL.finditer(text):
+        before = [claim for end, claim in claims if end <= label.start()]
+        if before:
+            try:
+                claim = " ".join(json.loads(f'"{before[-1]}"').split()).lower()
+            except json.JSONDecodeError:
+                continue
+            found.setdefault(claim, probability(label.start(1), label.end(1)))
+    return found
+
+
+_JSON_CLAIM = re.compile(r'"claim"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_JSON_LABEL = re.compile(r'"label"\s*:\s*"\s*(true|false|unsure)\s*"', re.IGNORECASE)
+
+
+def _claim_line(line: str) -> tuple[str, str]:
+    """A line of the answer as its claim (lower case) and label, as _sections and _bullets read
+    it; ("", "") for any other line."""
+    header = _header(line)
+    body = header.group(2) if header else line
+    bullet = _BULLET.match(body)
+    if bullet:
+        body = bullet.group(1)
+    elif not header:
+        return "", ""
+    claim, bar, rest = body.partition("|")
+    label = _query_and_label(rest)[1] if bar else ""
+    return " ".join(claim.split()).lower(), label

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from . import lazy
 from .types import ClaimToJudge, EvidenceToJudge, JsonLLM, Judgement, MalformedAnswer, Verdict
 
 # Evidence items (pages) per call: four claims' at the default top-k, so claims share the
@@ -25,17 +26,22 @@ BATCH_SIZE = 20
 MAX_PASSAGE_CHARS = 4000
 MAX_TITLE_CHARS = 150
 
-# The reason comes before the verdict so the model reasons first (chain of thought), and is
-# short: a model writes slowly, and the verdict needs the reason, not an essay. "irrelevant" is
-# spelled out because models otherwise call off-topic passages "not supported", which would
-# count against a true claim. Sent with every judge call, so it says each rule once.
+# A reason only where the passage decides something: a local model writes about 30 tokens a
+# second, and most passages are irrelevant, so their reasons were most of the answer; the reason
+# for a supporting or refuting passage is what the reader checks, and comes before its verdict
+# so the model reasons first. "irrelevant" is spelled out because models otherwise call
+# off-topic passages "refutes", which would count against a true claim. The verdicts are
+# FEVER's words, short and familiar to models. The same text on every call, so a local
+# server reuses its computed prefix.
 SYSTEM_PROMPT = """Judge each passage (E1..) against the claim (C1..) above it, from the passage alone.
 A passage is excerpts of one page, joined by " … ".
-supported: it states or clearly implies the claim;
-not_supported: it is about the claim's subject and contradicts it;
+supports: it states or clearly implies the claim;
+refutes: it is about the claim's subject and contradicts it;
 irrelevant: it does not address the claim, or says too little to decide.
-One line per passage, a reason (at most 15 words) before the verdict:
-E1: <reason> | <verdict>"""
+One line per passage. For supports or refutes, a reason (at most 15 words) before the verdict:
+E1: <reason> | supports
+For irrelevant, the verdict alone:
+E2: irrelevant"""
 
 T = TypeVar("T")
 
@@ -71,13 +77,16 @@ def build_prompt(claims: Sequence[ClaimToJudge]) -> str:
     if paragraphs:
         listed = "\n".join(f"P{n}: {text}" for text, n in paragraphs.items())
         parts.append(f"Paragraphs the claims come from (they only tell what a claim means):\n{listed}")
+    # Imported here: numpy and BM25 are not every process's (a web server's start).
+    passages_module = lazy.load("verification.pipeline.passages")
     number = 0
     for c, claim in enumerate(claims, start=1):
         origin = f" (from P{paragraphs[claim.context]})" if claim.context else ""
         passages = []
         for item in claim.items:
             number += 1
-            passages.append(f"E{number}{_title(item)}\n{item.passage[:MAX_PASSAGE_CHARS]}")
+            text = passages_module.judged_text(claim.text, item.passage, item.highlights)
+            passages.append(f"E{number}{_title(item)}\n{text[:MAX_PASSAGE_CHARS]}")
         parts.append(f"C{c}{origin}: {claim.text}\n" + "\n\n".join(passages))
     return "\n\n".join(parts)
 
@@ -114,11 +123,14 @@ _VERDICT_LAST = re.compile(rf"^(.*?)\s*(?::|\s[-–—]\s|=>|->|→|\bverdict\b\
 
 
 def parse_line(line: str) -> dict | None:
-    """One line of a plain-text answer → {"evidence", "verdict", "rationale"}, or None."""
+    """One line of a plain-text answer → {"evidence", "verdict", "rationale"}, or None; a line
+    with a verdict alone has no rationale."""
     label = _LABEL.match(line.strip())
     if not label:
         return None
     rest = label.group(2).strip()
+    if parse_verdict(rest) is not None:  # a verdict alone, as asked for an irrelevant passage
+        return {"evidence": label.group(1), "verdict": rest, "rationale": ""}
     if "|" in rest:
         fields = [field.strip() for field in rest.split("|")]
         for verdict, reason in ((fields[-1], fields[:-1]), (fields[0], fields[1:])):
@@ -167,6 +179,7 @@ _VERDICT_WORDS = {
     "true": Verdict.SUPPORTED,
     "not_supported": Verdict.NOT_SUPPORTED,
     "unsupported": Verdict.NOT_SUPPORTED,
+    "refutes": Verdict.NOT_SUPPORTED,
     "refuted": Verdict.NOT_SUPPORTED,
     "contradicted": Verdict.NOT_SUPPORTED,
     "contradicts": Verdict.NOT_SUPPORTED,

@@ -216,6 +216,48 @@ def _passage(sentences: Sequence[str], window: tuple[int, int], best: list[int],
 
 EXCERPT_GAP = " … "
 
+# A sentence opening with one of these may name its subject only in the sentence before it.
+_REFERRING = frozenset("it its he his she her they their them this these those that there such".split())
+
+
+def judged_text(claim: str, passage: str, highlights: Sequence[tuple[int, int]]) -> str:
+    """What the judge reads of an excerpt: the ranker's chosen sentences (`highlights`) and,
+    of their context, the sentences that share a word with the claim (a BM25 score above
+    zero) or come right before a kept sentence opening with "it", "she", "this"… (they may be
+    what it refers to). Context with no word of the claim is what the ranker scored unrelated:
+    filler, menus, captions. Left-out text is marked with an ellipsis, as between excerpts.
+    Without highlights (nothing says what the ranker chose) the passage is read whole."""
+    if not highlights:
+        return passage
+    words = set(tokenize(claim))
+    runs: list[str] = []  # kept sentences in a row, an ellipsis between runs
+    at = 0
+    for excerpt in passage.split(EXCERPT_GAP):
+        spans = split_sentences(excerpt, offset=at)
+        at += len(excerpt) + len(EXCERPT_GAP)
+        keep = [
+            any(s.start < end and start < s.end for start, end in highlights) or bool(words & set(tokenize(s.text)))
+            for s in spans
+        ]
+        for i in range(len(spans) - 1, 0, -1):
+            if keep[i] and _opening_word(spans[i].text) in _REFERRING:
+                keep[i - 1] = True
+        run: list[str] = []
+        for span, kept in zip(spans, keep, strict=True):
+            if kept:
+                run.append(span.text)
+            elif run:
+                runs.append(" ".join(run))
+                run = []
+        if run:
+            runs.append(" ".join(run))
+    return EXCERPT_GAP.join(runs) or passage
+
+
+def _opening_word(sentence: str) -> str:
+    match = _WORDS.search(sentence)
+    return match.group(0).lower() if match else ""
+
 
 def page_excerpt(passages: Sequence[Passage]) -> Passage | None:
     """A page's chosen passages as one piece of evidence: in page order, joined by an ellipsis

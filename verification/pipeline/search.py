@@ -3,6 +3,8 @@
 from dataclasses import replace
 from urllib.parse import urldefrag, urlsplit
 
+from .decompose import MAX_QUERY_CHARS
+from .passages import STOPWORDS
 from .types import SearchHit, SearchProvider
 
 
@@ -27,3 +29,21 @@ def _fetchable(url: str) -> bool:
         return parts.scheme in ("http", "https") and bool(parts.hostname)
     except ValueError:  # e.g. "http://[::1" — one broken result must not sink the search
         return False
+
+
+def second_query(claim: str, query: str) -> str:
+    """The query of a claim's second search, one the first did not send: the claim's own words
+    when its search query was another wording, else (the model wrote no query of its own) its
+    key words, the function words left out, which a search engine ranks otherwise. "" when
+    that is the query already sent: there is nothing else to ask."""
+    words = claim.split()
+    key_words = [word.strip(".,;:!?") for word in words if word.strip(".,;:!?\"'()").lower() not in STOPWORDS]
+    for candidate in (" ".join(words), " ".join(key_words)):
+        candidate = candidate[:MAX_QUERY_CHARS]
+        if candidate and _normal(candidate) != _normal(query):
+            return candidate
+    return ""
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".")

@@ -79,6 +79,18 @@ class SegmentedSentence:
 class ClaimDraft:
     text: str
     query: str
+    # Quick mode: "true", "false" or "unsure" from the model's own knowledge ("" when not asked
+    # or not given), and the probability of that label's tokens (None without logprobs).
+    label: str = ""
+    probability: float | None = None
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One token of an answer as the server wrote it, with its log probability."""
+
+    token: str
+    logprob: float
 
 
 @dataclass(frozen=True)
@@ -130,6 +142,8 @@ class EvidenceToJudge:
     key: str
     source_title: str
     passage: str
+    # The ranker's chosen sentences in `passage` (the rest is their context); none: all of it.
+    highlights: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,7 +181,10 @@ class JsonLLM(Protocol):
     answer is JSON of that schema; with none it is the plain text the prompt asks for (JSON the
     model writes anyway comes decoded). A step that can use an answer's first lines before the
     rest is written passes `on_text`: it gets the plain-text answer so far as it arrives (from
-    a server that streams)."""
+    a server that streams). A step that needs the answer's token probabilities passes
+    `logprobs` (how many alternatives per token to ask for, at least 1): `parse` and `on_text`
+    then get a second argument, the answer's tokens so far (TokenLogprob), or None from a server
+    that gives none."""
 
     def complete(
         self,
@@ -176,8 +193,9 @@ class JsonLLM(Protocol):
         user: str,
         schema_name: str,
         schema: dict | None,
-        parse: Callable[[Any], T],
-        on_text: Callable[[str], None] | None = None,
+        parse: Callable[..., T],
+        on_text: Callable[..., None] | None = None,
+        logprobs: int = 0,
     ) -> T: ...
 
 

@@ -68,6 +68,17 @@ VERDICT_ICONS = {SUPPORTED: "✓", NOT_SUPPORTED: "✗", IRRELEVANT: "–"}
 # What one piece of evidence is called, by the run's evidence mode.
 EVIDENCE_NOUNS = {"web": "page", "documents": "document", "both": "source"}
 
+# An evidence record's kind: "" for a passage of a page read; SNIPPET for a search result judged
+# from its title and snippet because its page could not be read. A reader can leave a kind out of
+# the scores (compute_scores' `excluded_kinds`), as a source type.
+SNIPPET = "snippet"
+# A claim quick mode finished from the model's own knowledge (issue 29), as one record of its
+# own: the model's label true counts as supporting, false as not supporting. It is no source, so
+# it is in no source type's share, and the pages leave it out unless the reader ticks it in.
+MODEL_KNOWLEDGE = "model_knowledge"
+# Each kind a reader can leave out, with the words of its tick.
+EVIDENCE_KINDS = {SNIPPET: "search snippets (pages that could not be read)"}
+
 
 class EvidenceRecord(NamedTuple):
     # A named tuple, not a dataclass: a large run has thousands, cached and unpickled on every
@@ -80,6 +91,8 @@ class EvidenceRecord(NamedTuple):
     failed: bool = False
     # The id of the item this one duplicates (it then counts only through that item's group).
     duplicate_of: int | None = None
+    # "" for a passage of a page read, else what the item is (SNIPPET, …: EVIDENCE_KINDS).
+    kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -96,6 +109,8 @@ class Tally:
     rule: str = DEFAULT_RULE
     # The user's documents judged irrelevant: counted in neither number (see the module's doc).
     silent_documents: int = 0
+    # Of the judged items counted, those judged from a search snippet (their page was not read).
+    snippets: int = 0
 
     @property
     def judged(self) -> int:
@@ -164,16 +179,28 @@ def valid_rule(value: str | None) -> str:
 
 
 class _Counts:
-    __slots__ = ("supported", "not_supported", "irrelevant", "failed", "pending", "excluded", "silent_documents")
+    __slots__ = (
+        "supported",
+        "not_supported",
+        "irrelevant",
+        "failed",
+        "pending",
+        "excluded",
+        "silent_documents",
+        "snippets",
+    )
 
     def __init__(self) -> None:
         self.supported = self.not_supported = self.irrelevant = self.failed = self.pending = self.excluded = 0
-        self.silent_documents = 0
+        self.silent_documents = self.snippets = 0
 
-    def add(self, record: EvidenceRecord, included: bool, *, document: bool) -> None:
+    def add(self, record: EvidenceRecord, included: bool, *, document: bool, snippet: bool = False) -> None:
         if not included:
             self.excluded += 1
-        elif record.verdict == SUPPORTED:
+            return
+        if snippet and record.verdict in (SUPPORTED, NOT_SUPPORTED, IRRELEVANT):
+            self.snippets += 1
+        if record.verdict == SUPPORTED:
             self.supported += 1
         elif record.verdict == NOT_SUPPORTED:
             self.not_supported += 1
@@ -196,6 +223,7 @@ class _Counts:
             self.excluded,
             rule,
             silent_documents=self.silent_documents,
+            snippets=self.snippets,
         )
 
 
@@ -205,9 +233,13 @@ def compute_scores(
     rule: str = DEFAULT_RULE,
     excluded_ids: Iterable[int] = (),
     excluded_types: Iterable[str] = (),
+    excluded_kinds: Iterable[str] = (),
 ) -> Scores:
+    """`excluded_kinds`: the kinds of evidence the view leaves out (EvidenceRecord.kind, as
+    EVIDENCE_KINDS names them), as `excluded_types` leaves out source types."""
     rule = valid_rule(rule)
     excluded_ids, excluded_types = frozenset(excluded_ids), frozenset(excluded_types)
+    excluded_kinds = frozenset(excluded_kinds)
     sentences: dict[int, _Counts] = {}
     claims: dict[int, _Counts] = {}
     overall = _Counts()
@@ -215,18 +247,19 @@ def compute_scores(
     left_out: set[int] = set()
     for group in duplicate_groups(evidence):
         record = group[0]
-        counted_as = _counted_member(group, excluded_ids, excluded_types)
+        counted_as = _counted_member(group, excluded_ids, excluded_types, excluded_kinds)
         # A copy found by a web search was chosen for the claim: it counts as a page.
         document = counted_as is not None and counted_as.source_type == DOCUMENT_TYPE
+        snippet = counted_as is not None and counted_as.kind == SNIPPET
         for counts in (
             sentences.setdefault(record.sentence_index, _Counts()),
             claims.setdefault(record.claim_id, _Counts()),
             overall,
         ):
-            counts.add(record, counted_as is not None, document=document)
+            counts.add(record, counted_as is not None, document=document, snippet=snippet)
         if counted_as is None:
             left_out.update(member.id for member in group)
-        elif record.verdict and not (document and record.verdict == IRRELEVANT):
+        elif record.verdict and not (document and record.verdict == IRRELEVANT) and record.kind != MODEL_KNOWLEDGE:
             types[counted_as.source_type] = types.get(counted_as.source_type, 0) + 1
     judged = sum(types.values())
     return Scores(
@@ -252,10 +285,16 @@ def duplicate_groups(evidence: Iterable[EvidenceRecord]) -> list[list[EvidenceRe
 
 
 def _counted_member(
-    group: list[EvidenceRecord], excluded_ids: frozenset[int], excluded_types: frozenset[str]
+    group: list[EvidenceRecord],
+    excluded_ids: frozenset[int],
+    excluded_types: frozenset[str],
+    excluded_kinds: frozenset[str],
 ) -> EvidenceRecord | None:
     """The member the group counts through in this view (its source type is the one the
     distribution shows), or None when the view leaves the group out."""
     if any(member.id in excluded_ids for member in group):
         return None
-    return next((member for member in group if member.source_type not in excluded_types), None)
+    return next(
+        (member for member in group if member.source_type not in excluded_types and member.kind not in excluded_kinds),
+        None,
+    )

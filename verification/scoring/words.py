@@ -59,7 +59,7 @@ def explain(tally: Tally, result: str, *, reason: str = "", noun: str = "page") 
         parts.append(f"{_count(tally.supported, *nouns)} {_verb(tally.supported, 'support')} it")
     if not parts:
         read = tally.irrelevant + tally.silent_documents
-        text = f"{_count(read, *nouns)} read, none confirms or contradicts it"
+        text = f"{_count(read, *nouns)} {_seen(tally)}, none confirms or contradicts it"
         if tally.silent_documents:
             text += f" ({_count(tally.silent_documents, 'document', 'documents')} of yours, not counted)"
     else:
@@ -70,11 +70,30 @@ def explain(tally: Tally, result: str, *, reason: str = "", noun: str = "page") 
             text += (
                 f"; {_count(tally.silent_documents, 'document', 'documents')} of yours did not address it (not counted)"
             )
+    if tally.snippets:
+        text += _snippet_words(tally, noun)
     if tally.failed:
         text += f"; {_count(tally.failed, 'item', 'items')} could not be judged"
     if tally.excluded:
         text += f" ({tally.excluded} left out of this view)"
     return text
+
+
+def _seen(tally: Tally) -> str:
+    """What was done with the counted items: "read", unless some were judged from a snippet."""
+    return "judged" if tally.snippets else "read"
+
+
+def _snippet_words(tally: Tally, noun: str) -> str:
+    """How many of the judged items were search snippets of pages that could not be read; said
+    outright when they all were."""
+    judged = tally.judged + tally.silent_documents
+    if tally.snippets == judged == 1:
+        return "; judged from its search snippet alone (the page could not be read)"
+    if tally.snippets == judged:
+        return "; all judged from search snippets alone (no page could be read)"
+    whose = "its search snippet" if tally.snippets == 1 else "their search snippets"
+    return f"; {tally.snippets} of the {judged} {_plural(judged, noun)} judged from {whose} only"
 
 
 def sentence_outcome(tally: Tally, *, status: str, claim_outcomes: list[str], cancelled: bool = False) -> str:
@@ -129,14 +148,14 @@ def outcome_words(tally: Tally, result: str, *, noun: str = "page") -> str:
     total = tally.total
     if result == "unconfirmed":
         read = tally.irrelevant + tally.silent_documents
-        return f"{label}: none of {read} {_plural(read, noun)} read addresses it"
+        return f"{label}: none of {read} {_plural(read, noun)} {_seen(tally)} addresses it"
     if result not in ("supported", "contradicted", "mixed") or not total:
         return label
     if tally.rule == RULE_DECISIVE:
         among = f"{_plural(total, noun)} that take{'s' if total == 1 else ''} a side"
     else:
         # Silent documents are read but not in the denominator: "counted", not "read".
-        among = f"{_plural(total, noun)} {'counted' if tally.silent_documents else 'read'}"
+        among = f"{_plural(total, noun)} {'counted' if tally.silent_documents else _seen(tally)}"
     if result == "supported":
         return f"supported by {tally.supported} of {total} {among}"
     if result == "contradicted":

@@ -43,8 +43,8 @@ def changes_since_edit(verification: Verification, state: ViewState) -> Changes 
     earlier = verification.edited_from
     if earlier is None:
         return None
-    # Evidence ids belong to one run: only the rule and the types left out apply to both.
-    shared = ViewState(excluded_types=state.excluded_types, score_rule=state.score_rule)
+    # Evidence ids belong to one run: only the rule and the types and kinds left out apply to both.
+    shared = state.carried_to_another_run()
     before, after = _sentences_with_outcomes(earlier, shared), _sentences_with_outcomes(verification, shared)
     changes = Changes(earlier=earlier, settled=verification.status in FINISHED)
     matcher = difflib.SequenceMatcher(a=[s.text for s, _ in before], b=[s.text for s, _ in after], autojunk=False)

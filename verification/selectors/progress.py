@@ -110,7 +110,7 @@ def _problems(verification: Verification) -> list[dict]:
         "search": [
             (error, transient) for error, transient, results, failed in failed_claims if not results or failed < results
         ],
-        "fetch": list(verification.sources.filter(status=Status.FAILED).values_list("error", "transient")),
+        "fetch": _fetch_reasons(verification),
         "judge": list(
             Evidence.objects.filter(claim__sentence__verification=verification, status=Status.FAILED).values_list(
                 "error", "transient"
@@ -136,4 +136,18 @@ def _problems(verification: Verification) -> list[dict]:
         }
         for step, found in reasons.items()
         if found
+    ]
+
+
+# Said of a page that could not be read when its search snippet was judged in its place: nothing
+# it could say was lost.
+SNIPPET_JUDGED = "judged from its search snippet instead"
+
+
+def _fetch_reasons(verification: Verification) -> list[tuple[str, bool]]:
+    snippets = Evidence.objects.filter(source=OuterRef("pk"), snippet_only=True)
+    failed = verification.sources.filter(status=Status.FAILED).annotate(snippet=Exists(snippets))
+    return [
+        (f"{error}; {SNIPPET_JUDGED}" if snippet else error, transient)
+        for error, transient, snippet in failed.values_list("error", "transient", "snippet")
     ]

@@ -27,7 +27,11 @@ from verification.models import (
 )
 from verification.scoring import (
     EVIDENCE_NOUNS,
+    MODEL_KNOWLEDGE,
     NOT_CHECKED,
+    NOT_SUPPORTED,
+    SNIPPET,
+    SUPPORTED,
     EvidenceRecord,
     Scores,
     compute_scores,
@@ -36,6 +40,7 @@ from verification.scoring import (
     outcome,
     sentence_outcome,
 )
+from verification.selectors.quick import model_knowledge_note
 from verification.selectors.viewstate import ViewState
 
 logger = logging.getLogger(__name__)
@@ -79,20 +84,37 @@ def evidence_records(verification: Verification) -> list[EvidenceRecord]:
     return once_finished(verification, "evidence-records", lambda: _evidence_records(verification))
 
 
-_RECORD_FIELDS = ("id", "claim__sentence__index", "claim_id", "source__source_type", "verdict", "status")
+_RECORD_FIELDS = (
+    "id",
+    "claim__sentence__index",
+    "claim_id",
+    "source__source_type",
+    "verdict",
+    "status",
+    "duplicate_of_id",
+    "snippet_only",
+)
 
 
 def _evidence_records(verification: Verification) -> list[EvidenceRecord]:
-    rows = Evidence.objects.filter(claim__sentence__verification=verification).values_list(
-        *_RECORD_FIELDS, "duplicate_of_id"
-    )
-    return [_record(row) for row in rows]
+    rows = Evidence.objects.filter(claim__sentence__verification=verification).values_list(*_RECORD_FIELDS)
+    return [_record(row) for row in rows] + _model_knowledge_records(verification)
+
+
+def _model_knowledge_records(verification: Verification) -> list[EvidenceRecord]:
+    """Quick mode: one record per claim finished from the model's own knowledge, its label as the
+    verdict. Its id is minus the claim's, which no evidence row has."""
+    claims = Claim.objects.filter(sentence__verification=verification, from_model_knowledge=True)
+    return [
+        EvidenceRecord(-pk, index, pk, "", SUPPORTED if label == "true" else NOT_SUPPORTED, kind=MODEL_KNOWLEDGE)
+        for pk, index, label in claims.values_list("pk", "sentence__index", "model_label")
+    ]
 
 
 def evidence_records_of_runs(verification_ids) -> dict:
     """Run id → what scoring needs of its evidence, for several runs in one query (a list of runs)."""
     rows = Evidence.objects.filter(claim__sentence__verification_id__in=list(verification_ids)).values_list(
-        *_RECORD_FIELDS, "duplicate_of_id", "claim__sentence__verification_id"
+        *_RECORD_FIELDS, "claim__sentence__verification_id"
     )
     records = defaultdict(list)
     for row in rows:
@@ -101,8 +123,8 @@ def evidence_records_of_runs(verification_ids) -> dict:
 
 
 def _record(row) -> EvidenceRecord:
-    i, s, c, t, v, status, d = row
-    return EvidenceRecord(i, s, c, t, v, status == Status.FAILED, d)
+    i, s, c, t, v, status, d, snippet = row
+    return EvidenceRecord(i, s, c, t, v, status == Status.FAILED, d, SNIPPET if snippet else "")
 
 
 class ClaimRecord(NamedTuple):
@@ -110,6 +132,10 @@ class ClaimRecord(NamedTuple):
     sentence_index: int
     status: str
     error: str
+    # Quick mode: finished from the model's own knowledge, with its label and the label's probability.
+    from_model_knowledge: bool = False
+    model_label: str = ""
+    model_label_probability: float | None = None
 
 
 def claim_records(verification: Verification) -> list[ClaimRecord]:
@@ -120,7 +146,15 @@ def claim_records(verification: Verification) -> list[ClaimRecord]:
             ClaimRecord(*row)
             for row in Claim.objects.filter(sentence__verification=verification)
             .order_by("sentence__index", "index")
-            .values_list("id", "sentence__index", "status", "error")
+            .values_list(
+                "id",
+                "sentence__index",
+                "status",
+                "error",
+                "from_model_knowledge",
+                "model_label",
+                "model_label_probability",
+            )
         ],
     )
 
@@ -131,6 +165,7 @@ def verification_scores(verification: Verification, state: ViewState) -> Scores:
         rule=state.score_rule,
         excluded_ids=state.excluded_ids,
         excluded_types=state.excluded_types,
+        excluded_kinds=state.kinds_left_out,
     )
 
 
@@ -163,7 +198,12 @@ def verdicts(
         result = outcome(tally, finished=finished or cancelled, failed=claim.status == ClaimStatus.FAILED)
         if cancelled and not finished and result == "no_evidence":
             result = NOT_CHECKED  # nothing was judged for it before the cancel
-        by_claim[claim.id] = (result, explain(tally, result, reason=claim.error, noun=noun))
+        note = explain(tally, result, reason=claim.error, noun=noun)
+        if claim.from_model_knowledge:
+            note = model_knowledge_note(claim.model_label, claim.model_label_probability)
+            if tally.excluded and not tally.judged:
+                note += "; left out of the score unless the model's own knowledge is counted in"
+        by_claim[claim.id] = (result, note)
         by_sentence[claim.sentence_index].append(by_claim[claim.id])
         if result == "failed":
             told_by_claims[claim.sentence_index] += tally.failed

@@ -10,6 +10,7 @@ from verification.inputs.documents import EVIDENCE_MODES, is_upload
 from verification.models import FINISHED, Claim, Evidence, SourceType, Status, Verification
 from verification.scoring import (
     BAND_LABELS,
+    EVIDENCE_KINDS,
     OUTCOME_LABELS,
     SCORE_RULES,
     VERDICT_LABELS,
@@ -17,6 +18,7 @@ from verification.scoring import (
     Tally,
     outcome_words,
 )
+from verification.selectors.quick import model_knowledge_note, quick_summary
 from verification.selectors.records import (
     claim_records,
     evidence_noun,
@@ -52,6 +54,11 @@ class Footnote:
     counted: bool
     # The number of the item whose text this one repeats (the group counts once, scoring.py).
     copy_of: int | None = None
+    # Judged from its search snippet, and why its page was not read ("HTTP 403").
+    snippet_only: bool = False
+    unread_reason: str = ""
+    # Quick mode: the claim's answer from the model's own knowledge, cited as an item of its own.
+    from_model_knowledge: bool = False
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,9 @@ def _claim_entry(sentence, claim, evidence, scores: Scores, found, footnotes: li
     numbers = {item.id: len(footnotes) + n for n, item in enumerate(evidence, 1)}
     cited = (sentence.index + 1, claim.text, OUTCOME_LABELS[result])
     footnotes.extend(_footnote(numbers, cited, item, scores) for item in evidence)
+    if claim.from_model_knowledge:
+        numbers[-claim.id] = len(footnotes) + 1
+        footnotes.append(_model_knowledge_footnote(numbers[-claim.id], cited, claim, scores))
     return ClaimEntry(
         text=claim.text,
         outcome=result,
@@ -172,6 +182,34 @@ def _footnote(numbers: dict[int, int], cited: tuple[int, str, str], item, scores
         rationale=item.rationale or item.error,
         counted=item.id not in scores.left_out,
         copy_of=numbers.get(item.duplicate_of),
+        snippet_only=item.snippet_only,
+        unread_reason=item.unread_reason,
+    )
+
+
+def _model_knowledge_footnote(number: int, cited: tuple[int, str, str], claim: "_ClaimRow", scores: Scores) -> Footnote:
+    """Quick mode's answer for a claim, cited where its evidence would be: no source, the model's
+    label as its verdict, counted only when the view counts the model's own knowledge."""
+    sentence, text, claim_outcome = cited
+    said = f"says {claim.model_label}"
+    if claim.model_label_probability is not None:
+        said += f" (probability {claim.model_label_probability:.3f})"
+    return Footnote(
+        number=number,
+        sentence=sentence,
+        claim=text,
+        claim_outcome=claim_outcome,
+        title="The model's own knowledge",
+        url="",
+        link="",
+        host="not checked against any source",
+        type_label="",
+        published=None,
+        verdict=said,
+        rationale=model_knowledge_note(claim.model_label, claim.model_label_probability),
+        # Its scoring record's id is minus the claim's (selectors/records.py).
+        counted=-claim.id not in scores.left_out,
+        from_model_knowledge=True,
     )
 
 
@@ -186,11 +224,16 @@ def verdict_words(verdict: str, *, failed: bool) -> str:
 
 
 def left_out(state: ViewState, scores: Scores) -> dict | None:
-    """What the view leaves out, in the page's words ("Source types left out: …")."""
-    if not state.excludes_anything:
+    """What the view leaves out, in the page's words ("Source types left out: …"), with the claims
+    answered from the model's own knowledge (quick mode), left out unless the view counts them."""
+    # Their scoring records have negative ids (selectors/records.py).
+    model_knowledge = sum(1 for record_id in scores.left_out if record_id < 0)
+    if not state.excludes_anything and not model_knowledge:
         return None
     return {
+        "model_knowledge": model_knowledge,
         "types": [label for value, label in SourceType.choices if value in state.excluded_types],
+        "kinds": [label for value, label in EVIDENCE_KINDS.items() if value in state.excluded_kinds],
         "by_hand": len(state.excluded_ids),
         "evidence": scores.overall.excluded,
     }
@@ -215,6 +258,7 @@ def run_facts(verification: Verification) -> dict:
         "tokens": verification.prompt_tokens + verification.completion_tokens,
         "searches": verification.searches,
         "searches_cached": verification.searches_cached,
+        "quick": quick_summary(verification),
     }
 
 
@@ -234,6 +278,9 @@ class _SentenceRow:
 class _ClaimRow:
     id: int
     text: str
+    from_model_knowledge: bool = False
+    model_label: str = ""
+    model_label_probability: float | None = None
 
 
 class _EvidenceRow(NamedTuple):
@@ -251,6 +298,9 @@ class _EvidenceRow(NamedTuple):
     rationale: str
     error: str
     duplicate_of: int | None
+    # Defaults: rows cached before snippets were kept still load.
+    snippet_only: bool = False
+    unread_reason: str = ""
 
     @property
     def failed(self) -> bool:
@@ -267,8 +317,9 @@ def _report_rows(verification: Verification) -> list[tuple[_SentenceRow, list[tu
         evidence.setdefault(item.claim_id, []).append(item)
     claims: dict[int, list] = {}
     rows = Claim.objects.filter(sentence__verification=verification).order_by("sentence_id", "index")
-    for pk, sentence_id, text in rows.values_list("pk", "sentence_id", "text"):
-        claims.setdefault(sentence_id, []).append((_ClaimRow(pk, text), evidence.get(pk, [])))
+    fields = ("pk", "sentence_id", "text", "from_model_knowledge", "model_label", "model_label_probability")
+    for pk, sentence_id, *claim in rows.values_list(*fields):
+        claims.setdefault(sentence_id, []).append((_ClaimRow(pk, *claim), evidence.get(pk, [])))
     return [
         (_SentenceRow(index, text, status, error), claims.get(pk, []))
         for pk, index, text, status, error in verification.sentences.order_by("index").values_list(
@@ -290,6 +341,8 @@ _EVIDENCE_FIELDS = (
     "rationale",
     "error",
     "duplicate_of_id",
+    "snippet_only",
+    "unread_reason",
 )
 
 

@@ -20,6 +20,7 @@ from verification.scoring import (
     OUTCOME_ICONS,
     OUTCOME_LABELS,
     PENDING,
+    SNIPPET,
     VERDICT_ICONS,
     VERDICT_LABELS,
     Scores,
@@ -66,7 +67,7 @@ def claim_rows(
                 "tally": scores.claim(claim["id"]),
                 "outcome": result,
                 "outcome_label": OUTCOME_LABELS[result],
-                "words": score_words(scores.claim(claim["id"]), result, noun),
+                "words": _claim_words(claim, scores.claim(claim["id"]), result, noun),
                 "note": note,
                 "evidence": [item for item in items if item["verdict"] != "irrelevant"],
                 "irrelevant": [item for item in items if item["verdict"] == "irrelevant"],
@@ -85,7 +86,15 @@ def _claim_facts(sentence: SentenceRow) -> list[tuple[dict, list[dict]]]:
     claims = Claim.objects.filter(sentence_id=sentence.id).prefetch_related(Prefetch("evidence", queryset=evidence))
     return [
         (
-            {"id": claim.pk, "text": claim.text, "query": claim.query, "status": claim.status},
+            {
+                "id": claim.pk,
+                "text": claim.text,
+                "query": claim.query,
+                "status": claim.status,
+                "from_model_knowledge": claim.from_model_knowledge,
+                "model_label": claim.model_label,
+                "model_label_probability": claim.model_label_probability,
+            },
             sorted(
                 (_evidence_facts(item) for item in claim.evidence.all()),
                 key=lambda item: _VERDICT_ORDER.get(item["verdict"], 2),
@@ -112,6 +121,9 @@ def _evidence_facts(item: Evidence) -> dict:
         "stale": is_stale(source.published),
         "stale_after_years": settings.STALE_AFTER_YEARS,
         "verdict": item.verdict,
+        # Judged from the search result's title and snippet: its page could not be read (why).
+        "snippet_only": item.snippet_only,
+        "unread_reason": item.unread_reason,
         "duplicate_of": item.duplicate_of_id,
         "failed": item.status == Status.FAILED,
         "rationale": item.rationale,
@@ -126,16 +138,25 @@ def _with_state(facts: dict, state: ViewState, scores: Scores) -> dict:
         # Words, not stored facts: a finished run's cached facts need not change when they do.
         "verdict_label": VERDICT_LABELS.get(facts["verdict"], ""),
         "verdict_icon": VERDICT_ICONS.get(facts["verdict"], ""),
-        "type_excluded": facts["source_type"] in state.excluded_types,
+        "left_out_by": _left_out_by(facts, state),
         "included": facts["id"] not in scores.left_out,
         "toggle_query": state.toggling_evidence(facts["id"]).query(),
     }
 
 
+def _left_out_by(facts: dict, state: ViewState) -> str:
+    """Why the view leaves an item out whatever its own checkbox says; "" when nothing does."""
+    if facts["source_type"] in state.excluded_types:
+        return "its source type is left out"
+    if facts.get("snippet_only") and SNIPPET in state.excluded_kinds:  # .get: facts cached before snippets
+        return "search snippets are left out"
+    return ""
+
+
 def _with_copies(items: list[dict]) -> list[dict]:
     """The items that count, each with the copies of its text found elsewhere ("also at"): a
     copy is shown under its item, never as evidence of its own. The group's checkbox is off only
-    when every copy's source type is left out (it counts while any is included)."""
+    when every copy is left out by its source type or kind (it counts while any is included)."""
     shown = {item["id"] for item in items}
     copies = defaultdict(list)
     for item in items:
@@ -145,11 +166,16 @@ def _with_copies(items: list[dict]) -> list[dict]:
         {
             **item,
             "also_at": copies[item["id"]],
-            "type_excluded": all(member["type_excluded"] for member in [item, *copies[item["id"]]]),
+            "left_out_by": _group_left_out_by([item, *copies[item["id"]]]),
         }
         for item in items
         if item["duplicate_of"] not in shown
     ]
+
+
+def _group_left_out_by(members: list[dict]) -> str:
+    reasons = [member["left_out_by"] for member in members]
+    return reasons[0] if all(reasons) else ""
 
 
 def passage_parts(passage: str, highlights: list) -> list[tuple[str, bool]]:
@@ -166,6 +192,15 @@ def passage_parts(passage: str, highlights: list) -> list[tuple[str, bool]]:
     if position < len(passage):
         parts.append((passage[position:], False))
     return parts
+
+
+def _claim_words(claim: dict, tally: Tally, result: str, noun: str) -> dict:
+    """A claim answered from the model's own knowledge is never said to be "supported by 1 of 1
+    pages read": no page was read for it."""
+    words = score_words(tally, result, noun)
+    if claim.get("from_model_knowledge"):
+        words["text"] = "from the model's own knowledge"
+    return words
 
 
 def score_words(tally: Tally, result: str, noun: str) -> dict:

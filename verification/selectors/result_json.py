@@ -19,6 +19,7 @@ from verification.scoring import (
     Tally,
 )
 from verification.selectors.progress import verification_problems, verification_progress
+from verification.selectors.quick import quick_summary
 from verification.selectors.records import (
     Verdicts,
     claim_records,
@@ -70,6 +71,9 @@ def verification_result(verification: Verification, state: ViewState | None = No
         "source_types": scores.distribution,
         "excluded_evidence": sorted(state.excluded_ids),
         "excluded_types": sorted(state.excluded_types),
+        "model_knowledge_counted": state.model_knowledge,
+        "quick": quick_summary(verification),
+        "excluded_kinds": sorted(state.excluded_kinds),
         "problems": verification_problems(verification),
         "retries": verification.retries,
         "retried_at": verification.retried_at.isoformat() if verification.retried_at else None,
@@ -84,6 +88,7 @@ def verification_result(verification: Verification, state: ViewState | None = No
             "searches": verification.searches,
             "llm_cached": verification.llm_cached,
             "searches_cached": verification.searches_cached,
+            "claims_searched_again": claims_searched_again(verification),
         },
         "sentences": [
             _sentence_json(s, scores, found, claims_by_sentence[s.pk], evidence_by_claim, state) for s in sentences
@@ -159,6 +164,7 @@ def _tally_json(tally: Tally) -> dict:
             "pending": tally.pending,
             "excluded": tally.excluded,
             "silent_documents": tally.silent_documents,
+            "snippets": tally.snippets,
         },
     }
 
@@ -182,6 +188,10 @@ def _sentence_json(sentence, scores: Scores, found: Verdicts, claims, evidence_b
                 "index": claim.index,
                 "text": claim.text,
                 "query": claim.query,
+                "second_query": claim.second_query,
+                "model_label": claim.model_label,
+                "model_label_probability": claim.model_label_probability,
+                "from_model_knowledge": claim.from_model_knowledge,
                 "status": claim.status,
                 "error": claim.error,
                 "outcome": found.claims[claim.pk][0],
@@ -211,6 +221,8 @@ def _evidence_json(item: Evidence, scores: Scores) -> dict:
         "rationale": item.rationale,
         "status": item.status,
         "error": item.error,
+        "snippet_only": item.snippet_only,
+        "unread_reason": item.unread_reason,
         # A copy of a text counts with its group: included while any copy is (scoring.py).
         "included": item.pk not in scores.left_out,
         "duplicate_of": item.duplicate_of_id,
@@ -242,6 +254,11 @@ def _dates_json(source: Source) -> dict:
 def run_settings_json(verification: Verification) -> dict:
     """The run's settings as chosen, without what the run recorded in them while it ran."""
     return {key: value for key, value in verification.settings.items() if key != services.LEFT_OUT_KEY}
+
+
+def claims_searched_again(verification: Verification) -> int:
+    """Claims too few of whose pages could be read, so they were searched a second time."""
+    return Claim.objects.filter(sentence__verification=verification).exclude(second_query="").count()
 
 
 def domains_left_out(verification: Verification) -> dict:

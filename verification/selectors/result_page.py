@@ -1,6 +1,6 @@
 """Everything the result page shows for one view state: its rows, facts and panels."""
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from verification import services
@@ -15,6 +15,7 @@ from verification.models import (
 from verification.scoring import (
     BAND_LABELS,
     BANDS,
+    EVIDENCE_KINDS,
     OUTCOME_ICONS,
     OUTCOME_LABELS,
     PENDING,
@@ -26,6 +27,7 @@ from verification.scoring import (
 )
 from verification.scoring.words import waiting_words
 from verification.selectors.progress import verification_problems, verification_progress
+from verification.selectors.quick import model_knowledge_tick, quick_summary
 from verification.selectors.records import (
     Verdicts,
     claim_records,
@@ -41,8 +43,25 @@ from verification.selectors.result_claims import (  # noqa: F401 (SentenceRow, p
     score_words,
     sentence_rows,
 )
-from verification.selectors.result_json import documents_json, domains_left_out, evidence_mode, retryable
+from verification.selectors.result_json import (
+    claims_searched_again,
+    documents_json,
+    domains_left_out,
+    evidence_mode,
+    retryable,
+)
 from verification.selectors.viewstate import ViewState
+
+
+@dataclass(frozen=True)
+class KindRow:
+    """A kind of evidence (search snippets) the reader can leave out with one tick."""
+
+    value: str
+    label: str
+    count: int
+    included: bool
+    toggle_query: str
 
 
 @dataclass(frozen=True)
@@ -58,7 +77,11 @@ def result_page(verification: Verification, state: ViewState) -> dict:
     """Everything the result page shows for one view state, in a fixed number of queries."""
     records = evidence_records(verification)
     scores = compute_scores(
-        records, rule=state.score_rule, excluded_ids=state.excluded_ids, excluded_types=state.excluded_types
+        records,
+        rule=state.score_rule,
+        excluded_ids=state.excluded_ids,
+        excluded_types=state.excluded_types,
+        excluded_kinds=state.kinds_left_out,
     )
     sentences = once_finished(verification, "sentences", lambda: sentence_rows(verification))
     noun = evidence_noun(verification)
@@ -95,6 +118,8 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         ),
         "claims": claim_rows(verification, selected, state, scores, found, noun) if selected else [],
         "types": _type_rows({r.source_type for r in records if r.source_type}, scores, state),
+        "kinds": _kind_rows(records, state),
+        "model_knowledge": model_knowledge_tick(records, state),
         "rules": [
             {"value": rule, "label": label, "checked": rule == scores.rule, "query": state.scoring_by(rule).query()}
             for rule, label in SCORE_RULES.items()
@@ -155,6 +180,7 @@ def _exclusions(scores: Scores, state: ViewState) -> dict | None:
         return None
     return {
         "types": [label for value, label in SourceType.choices if value in state.excluded_types],
+        "kinds": [label for value, label in EVIDENCE_KINDS.items() if value in state.excluded_kinds],
         "evidence": scores.overall.excluded,
         "show_all_query": state.including_everything().query(),
     }
@@ -190,6 +216,8 @@ def _run_facts(verification: Verification) -> dict:
         "tokens": verification.prompt_tokens + verification.completion_tokens,
         "searches": verification.searches,
         "searches_cached": verification.searches_cached,
+        "searched_again": claims_searched_again(verification),
+        "quick": quick_summary(verification),
         "retries": verification.retries,
         "retried_at": verification.retried_at,
         "resumes": verification.resumes,
@@ -279,4 +307,21 @@ def _type_rows(present: set[str], scores: Scores, state: ViewState) -> list[Type
         )
         for value, label in SourceType.choices
         if value in present or value in state.excluded_types
+    ]
+
+
+def _kind_rows(records: list, state: ViewState) -> list[KindRow]:
+    """A tick for each kind of evidence the run has (or the view leaves out), with how many items
+    are of it."""
+    counts = Counter(record.kind for record in records if record.kind)
+    return [
+        KindRow(
+            value=value,
+            label=label,
+            count=counts[value],
+            included=value not in state.excluded_kinds,
+            toggle_query=state.toggling_kind(value).query(),
+        )
+        for value, label in EVIDENCE_KINDS.items()
+        if counts[value] or value in state.excluded_kinds
     ]

@@ -167,13 +167,19 @@ def _retry_plan(verification_id, *, failed: bool = True) -> RetryPlan:
         *([ClaimStatus.FAILED] if failed else []),
     }
     untyped = Q(type_decided_by__startswith="fallback") | Q(source_type="") if failed else Q(source_type="")
+    # A claim's second search (joins._search_again) left unfinished: it has the first's results.
+    searches = [
+        c.pk
+        for c in stalled_claims
+        if (not c.results and c.status in unsearched) or (c.status == ClaimStatus.SEARCHING and c.second_query)
+    ]
     return RetryPlan(
         verification_id=verification_id,
         # A run that failed before it had sentences starts again, unless that failure would
         # repeat (a text with no sentence to check).
         start=not sentences.exists() and Verification.objects.filter(pk=verification_id, transient=True).exists(),
         sentences=redone_sentences,
-        searches=[c.pk for c in stalled_claims if not c.results and c.status in unsearched],
+        searches=searches,
         fetches=fetches,
         # Pages finished (a failed one too) whose results were not recorded as read.
         reads=list(
@@ -183,6 +189,6 @@ def _retry_plan(verification_id, *, failed: bool = True) -> RetryPlan:
             .distinct()
         ),
         judging=judging,
-        rereads=[c.pk for c in stalled_claims if c.results and c.pk not in judging],
+        rereads=[c.pk for c in stalled_claims if c.results and c.pk not in judging and c.pk not in searches],
         retypes=list(sources.filter(untyped)),
     )

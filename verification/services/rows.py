@@ -20,6 +20,8 @@ from verification.models import (
     Status,
     Verification,
 )
+from verification.pipeline.decompose import known_by_model
+from verification.pipeline.refusals import snippet_passage
 from verification.pipeline.types import (
     ClaimDraft,
     Judgement,
@@ -68,16 +70,32 @@ def sentence_fail(sentence_id: int, *, reason: str, transient: bool = True) -> N
     )
 
 
-def claims_save(*, sentence: Sentence, drafts: Sequence[ClaimDraft], budget: int = 0) -> list[Claim] | None:
+def claims_save(
+    *, sentence: Sentence, drafts: Sequence[ClaimDraft], budget: int = 0, quick_min_probability: float | None = None
+) -> list[Claim] | None:
     """Save a sentence's claims, taking them from the run's budget of `budget` claims (0: no
-    limit). None when they do not fit in what is left: the sentence is then not checked."""
+    limit). None when they do not fit in what is left: the sentence is then not checked.
+    `quick_min_probability` (quick mode): the model's labels are kept, and a claim labelled true
+    or false with at least this probability is marked as known from the model's knowledge."""
     existing = list(sentence.claims.all())
     if existing:  # a redelivered task: the budget was taken the first time
         return existing
     if budget and drafts and not _budget_take(sentence.verification_id, len(drafts), budget):
         return None
+    quick = quick_min_probability is not None
     Claim.objects.bulk_create(
-        [Claim(sentence=sentence, index=i, text=d.text, query=d.query) for i, d in enumerate(drafts)],
+        [
+            Claim(
+                sentence=sentence,
+                index=i,
+                text=d.text,
+                query=d.query,
+                model_label=d.label if quick else "",
+                model_label_probability=d.probability if quick else None,
+                from_model_knowledge=quick and known_by_model(d, quick_min_probability),
+            )
+            for i, d in enumerate(drafts)
+        ],
         ignore_conflicts=True,
     )
     return list(sentence.claims.all())
@@ -102,6 +120,33 @@ def claim_begin_search(claim: Claim) -> bool:
     return Claim.objects.filter(unsearched, pk=claim.pk).update(status=ClaimStatus.SEARCHING) == 1
 
 
+def claim_begin_second_search(claim_id: int, *, query: str) -> bool:
+    """A claim whose pages are all read goes back to searching, once: its `second_query` is set
+    in the same UPDATE, so of two joins deciding at once one wins, and a resumed or retried run
+    finds it set and never searches a third time."""
+    return transition(
+        Claim.objects.filter(pk=claim_id, status=ClaimStatus.READING, second_query=""),
+        to=ClaimStatus.SEARCHING,
+        second_query=query,
+    )
+
+
+def claim_end_second_search(claim_id: int) -> None:
+    """A second search that failed: the claim goes on with the pages of its first."""
+    Claim.objects.filter(pk=claim_id, status=ClaimStatus.SEARCHING).exclude(second_query="").update(
+        status=ClaimStatus.READING
+    )
+
+
+def claim_finish_from_model_knowledge(claim_id: int, *, note: str) -> bool:
+    """Quick mode: a claim the model knows is finished without a search (searching → done)."""
+    return transition(
+        Claim.objects.filter(pk=claim_id, status=ClaimStatus.SEARCHING, from_model_knowledge=True),
+        to=ClaimStatus.DONE,
+        error=note,
+    )
+
+
 def claim_fail(claim_id: int, *, reason: str, transient: bool = True) -> None:
     Claim.objects.filter(pk=claim_id).exclude(status__in=[ClaimStatus.DONE, ClaimStatus.FAILED]).update(
         status=ClaimStatus.FAILED, error=reason, transient=transient
@@ -109,9 +154,10 @@ def claim_fail(claim_id: int, *, reason: str, transient: bool = True) -> None:
 
 
 @transaction.atomic
-def search_results_save(*, claim: Claim, hits: Sequence[SearchHit], host_of) -> list[Source]:
+def search_results_save(*, claim: Claim, hits: Sequence[SearchHit], host_of, search_round: int = 1) -> list[Source]:
     """One Source per URL per run (shared by every claim that finds it) and one SearchResult
-    per hit; the claim then waits for its pages. Returns the sources this call takes to fetch:
+    per hit, of the claim's first or second search (`search_round`); the claim then waits for
+    its pages. Returns the sources this call takes to fetch:
     exactly one of the claims that find a page takes it (a conditional update, in the same
     transaction so the whole save is one write)."""
     verification_id = claim.sentence.verification_id
@@ -131,7 +177,13 @@ def search_results_save(*, claim: Claim, hits: Sequence[SearchHit], host_of) -> 
     SearchResult.objects.bulk_create(
         [
             SearchResult(
-                claim=claim, source=sources[hit.url], rank=hit.rank, snippet=hit.snippet, provider=hit.provider
+                claim=claim,
+                source=sources[hit.url],
+                rank=hit.rank,
+                snippet=hit.snippet,
+                title=hit.title,
+                provider=hit.provider,
+                search_round=search_round,
             )
             for hit in hits
         ],
@@ -194,18 +246,28 @@ def source_fail(source_id: int, *, reason: str, transient: bool = True, was_read
 
 
 @transaction.atomic
-def results_read(reads: Sequence[tuple[SearchResult, Sequence[Passage] | None]]) -> set[int]:
+def results_read(
+    reads: Sequence[tuple[SearchResult, Sequence[Passage] | None]], *, unread_reason: str = ""
+) -> set[int]:
     """Record the passages chosen for each search result (None: its page could not be read),
     for the results nobody recorded yet, in one transaction. Returns the claims touched: the
     caller asks `claim_start_judging` for each AFTER the commit, so that of two pages of one
-    claim finishing at once, the later commit sees both."""
+    claim finishing at once, the later commit sees both.
+
+    `unread_reason`: why the page was not read, when its search snippet may stand in for it
+    (pipeline.refusals.unread_reason). An unread result is then judged from its snippet and
+    title (one item marked `snippet_only`); it stays failed, since its page was not read."""
     touched = set()
     for result, chosen in reads:
         status = Status.FAILED if chosen is None else Status.DONE
         if not transition(SearchResult.objects.filter(pk=result.pk, status=Status.PENDING), to=status):
             continue  # recorded by another task that read the same page
-        Evidence.objects.bulk_create(
-            [
+        if chosen is None:
+            items = _snippet_evidence(result, unread_reason)
+        else:
+            # Read at last (a retry): the page's own words replace what its snippet stood in for.
+            Evidence.objects.filter(claim_id=result.claim_id, source_id=result.source_id, snippet_only=True).delete()
+            items = [
                 Evidence(
                     claim_id=result.claim_id,
                     source_id=result.source_id,
@@ -214,12 +276,31 @@ def results_read(reads: Sequence[tuple[SearchResult, Sequence[Passage] | None]])
                     highlights=[list(span) for span in passage.highlights],
                     relevance=round(passage.score, 4),
                 )
-                for i, passage in enumerate(chosen or ())
-            ],
-            ignore_conflicts=True,
-        )
+                for i, passage in enumerate(chosen)
+            ]
+        # A retried page that fails again finds its snippet item already there (and judged).
+        Evidence.objects.bulk_create(items, ignore_conflicts=True)
         touched.add(result.claim_id)
     return touched
+
+
+def _snippet_evidence(result: SearchResult, unread_reason: str) -> list[Evidence]:
+    passage = snippet_passage(result.title, result.snippet)
+    if not unread_reason or not passage:
+        return []
+    return [
+        Evidence(
+            claim_id=result.claim_id,
+            source_id=result.source_id,
+            index=0,
+            passage=passage,
+            highlights=[],
+            # Below every passage of a page read: a snippet is what the engine chose to show.
+            relevance=0.0,
+            snippet_only=True,
+            unread_reason=unread_reason,
+        )
+    ]
 
 
 @contextmanager
@@ -298,13 +379,14 @@ def _duplicates_follow(evidence_ids: Iterable[int]) -> None:
 
 
 @transaction.atomic
-def claim_left_out_record(*, claim: Claim, counts: dict[str, int]) -> None:
+def claim_left_out_record(*, claim: Claim, counts: dict[str, int], search_round: int = 1) -> None:
     """How many of a claim's search results its run's domain lists left out, by refusal. Set per
-    claim, not added, so a search done again does not count twice."""
+    claim and search (its first or second), not added, so a search done again does not count twice."""
     # Kept in the run's settings JSON (under LEFT_OUT_KEY) for want of a column; the row is
     # locked so that claims searched at once do not overwrite each other's counts.
     run = Verification.objects.select_for_update().only("settings").get(pk=claim.sentence.verification_id)
-    left_out = {**run.settings.get(LEFT_OUT_KEY, {}), str(claim.pk): dict(counts)}
+    key = str(claim.pk) if search_round == 1 else f"{claim.pk}:{search_round}"
+    left_out = {**run.settings.get(LEFT_OUT_KEY, {}), key: dict(counts)}
     Verification.objects.filter(pk=run.pk).update(settings={**run.settings, LEFT_OUT_KEY: left_out})
 
 

@@ -23,6 +23,10 @@ CSV_COLUMNS = (
     "verdict",
     "rationale",
     "counted",
+    "snippet_only",
+    "unread_reason",
+    # Quick mode: the row is the model's own label for its claim, not a source (verdict "says true").
+    "from_model_knowledge",
 )
 
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection, OWASP):
@@ -90,6 +94,9 @@ def evidence_csv(report: Report) -> str:
             note.verdict,
             note.rationale,
             "yes" if note.counted else "no",
+            "yes" if note.snippet_only else "no",
+            note.unread_reason,
+            "yes" if note.from_model_knowledge else "no",
         )
         writer.writerow([spreadsheet_cell(cell) for cell in row])
     return "\ufeff" + out.getvalue()

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from verification import services
-from verification.clients import providers
+from verification.clients import llm_slots, providers
 from verification.models import (
     Source,
     Verification,
@@ -47,7 +47,8 @@ def _ask_types(hosts: list[str], verification_id: str) -> None:
     """Asked by the first run that met the hosts, in one call; its usage counts there. Hosts
     the model's answer left out are asked once more, one by one."""
     heartbeat.hold(verification_id)  # even if cancelled: other runs wait for the answer
-    llm = providers.llm_client(Verification.objects.get(pk=verification_id).settings["model"])
+    model = Verification.objects.get(pk=verification_id).settings["model"]
+    llm = providers.llm_client(model, priority=llm_slots.BACKGROUND)
     titles = dict(Source.objects.filter(verification_id=verification_id, host__in=hosts).values_list("host", "title"))
     try:
         if len(hosts) == 1:

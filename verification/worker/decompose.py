@@ -8,6 +8,7 @@ from django.conf import settings
 from verification import services
 from verification.clients import providers
 from verification.clients.cache import cache_key, lookup, store
+from verification.inputs.forms import QUICK_MIN_PROBABILITY, quick_mode
 from verification.models import (
     Claim,
     Sentence,
@@ -50,10 +51,12 @@ def sentences_decompose(sentence_ids: list[int]) -> None:
     begun = [sentence for sentence in begun if sentence.pk not in decomposed]
     if not begun:
         return
-    llm = providers.llm_client(begun[0].verification.settings["model"])
+    llm = providers.llm_client(begun[0].verification.settings["model"], priority=begun[0].index)
+    quick = quick_mode(begun[0].verification.settings)
+    system = decompose.system_prompt(quick=quick)
     segmented = {sentence.pk: chunks.segmented(sentence) for sentence in begun}
     keys = {
-        pk: cache_key("decompose", llm.base_url, llm.model, decompose.SYSTEM_PROMPT, decompose.build_prompt([s]))
+        pk: cache_key("decompose", llm.base_url, llm.model, system, decompose.build_prompt([s]))
         for pk, s in segmented.items()
     }
     found = {pk: drafts for pk in keys if (drafts := lookup(keys[pk])) is not None}
@@ -74,7 +77,7 @@ def sentences_decompose(sentence_ids: list[int]) -> None:
 
     asked = [segmented[sentence.pk] for sentence in unknown.values()]
     try:
-        answers = decompose.decompose_chunk(llm, asked, on_sentence=answered)
+        answers = decompose.decompose_chunk(llm, asked, on_sentence=answered, quick=quick)
     except StepError as error:
         answers = {}
         _ask_in_parts([sentence.pk for sentence in unknown.values()], asked=len(asked), error=error)
@@ -108,7 +111,12 @@ def sentence_decompose(sentence_id: int) -> None:
 
 def _claims_save(sentence: Sentence, drafts: list) -> None:
     budget = settings.MAX_CLAIMS_PER_RUN
-    claims = services.claims_save(sentence=sentence, drafts=drafts, budget=budget)
+    # Quick mode: a claim the model knows well enough is finished by claim_search, unsearched.
+    run_settings = sentence.verification.settings
+    trusted = None
+    if quick_mode(run_settings):
+        trusted = run_settings.get(QUICK_MIN_PROBABILITY, settings.QUICK_MIN_PROBABILITY)
+    claims = services.claims_save(sentence=sentence, drafts=drafts, budget=budget, quick_min_probability=trusted)
     if claims is None:
         reason = f"skipped: this run's budget of {budget} claims (MAX_CLAIMS_PER_RUN) was spent"
         # A retry finds the budget as spent as now.

@@ -1,22 +1,26 @@
 """What comes next: the joins, where the last arrival notices it is last (the conditional
 transitions in services), and the judge's batching: which claims of a decompose chunk go to
-the judge together, and when."""
+the judge together, and when; or, for a claim too few of whose pages could be read, a second
+search before the judge."""
 
 import logging
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 from verification import services
+from verification.inputs.forms import SECOND_SEARCH_BELOW
 from verification.models import (
     FINISHED,
     Claim,
     ClaimStatus,
     Evidence,
+    Origin,
     SearchResult,
     Sentence,
     Status,
+    Verification,
 )
-from verification.pipeline import duplicates, judge
+from verification.pipeline import duplicates, judge, search
 from verification.worker import base, chunks
 
 logger = logging.getLogger(__name__)
@@ -63,7 +67,48 @@ def judge_ready(sentence: Sentence, *, lingered: bool = False) -> None:
         _send_ready_claims(Claim.objects.filter(sentence_id__in=sentence_ids), sentence, lingered=lingered)
 
 
+def search_again(claim: Claim) -> bool:
+    """Whether the claim, whose search found no page, is searched once more (see _search_again)."""
+    return claim.pk in _search_again(Claim.objects.filter(pk=claim.pk), claim.sentence)
+
+
+def _search_again(claims, sentence: Sentence) -> set[int]:
+    """The claims whose pages are all read but fewer than the run's SECOND_SEARCH_BELOW of whose
+    web results were read as pages (a page that refused, or was judged from its snippet alone,
+    does not count) go back to `claim_search` for a second search with another query
+    (search.second_query) instead of on to the judge; their ids. Once per claim, decided from
+    the rows alone: a resumed or retried run, or two joins at once, never search a claim a
+    third time (services.claim_begin_second_search)."""
+    run_settings = Verification.objects.values_list("settings", flat=True).get(pk=sentence.verification_id)
+    below = run_settings.get(SECOND_SEARCH_BELOW, 0)  # 0 as well for runs from before it
+    if not below or run_settings.get("evidence", "web") not in ("web", "both"):
+        return set()
+    unread = SearchResult.objects.filter(claim__in=claims).exclude(status__in=FINISHED).values("claim_id")
+    candidates = claims.filter(status=ClaimStatus.READING, second_query="").exclude(pk__in=unread)
+    snippet_only = Evidence.objects.filter(
+        claim_id=OuterRef("claim_id"), source_id=OuterRef("source_id"), snippet_only=True
+    )
+    pages_read = dict(
+        SearchResult.objects.filter(
+            claim__in=candidates, status=Status.DONE, source__status=Status.DONE, source__origin=Origin.WEB
+        )
+        .exclude(Exists(snippet_only))
+        .order_by()
+        .values("claim_id")
+        .annotate(read=Count("pk"))
+        .values_list("claim_id", "read")
+    )
+    searched = set()
+    for claim in candidates.only("pk", "text", "query"):
+        query = search.second_query(claim.text, claim.query) if pages_read.get(claim.pk, 0) < below else ""
+        if query and services.claim_begin_second_search(claim.pk, query=query):
+            base.send("claim_search", claim.pk)
+            searched.add(claim.pk)
+    return searched
+
+
 def _send_ready_claims(claims, sentence: Sentence, *, lingered: bool) -> None:
+    _search_again(claims, sentence)
     unread = SearchResult.objects.filter(claim__in=claims).exclude(status__in=FINISHED).values("claim_id")
     waiting = claims.filter(
         Q(status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING])

@@ -61,7 +61,9 @@ def evidence_judge(claim_id: int, evidence_ids: list[int]) -> None:
 
 
 def judge_items(verification: Verification, items: list[Evidence]) -> None:
-    llm = providers.llm_client(verification.settings["model"])
+    # With one slot at a local server, a run's first sentences are judged first.
+    priority = min(e.claim.sentence.index for e in items)
+    llm = providers.llm_client(verification.settings["model"], priority=priority)
     keys = {
         e.pk: cache_key("judge", llm.base_url, llm.model, judge.SYSTEM_PROMPT, e.claim.text, e.passage) for e in items
     }
@@ -78,7 +80,15 @@ def judge_items(verification: Verification, items: list[Evidence]) -> None:
         ClaimToJudge(
             text=group[0].claim.text,
             context="",  # decomposed claims stand alone (see pipeline/judge.py)
-            items=tuple(EvidenceToJudge(key=str(e.pk), source_title=e.source.title, passage=e.passage) for e in group),
+            items=tuple(
+                EvidenceToJudge(
+                    key=str(e.pk),
+                    source_title=e.source.title,
+                    passage=e.passage,
+                    highlights=tuple(tuple(h) for h in e.highlights),
+                )
+                for e in group
+            ),
         )
         for group in by_claim.values()
     ]

@@ -21,6 +21,7 @@ from verification.models import (
     Status,
     Upload,
 )
+from verification.pipeline import refusals
 from verification.pipeline.pdf import is_pdf
 from verification.pipeline.types import (
     FetchedDocument,
@@ -62,20 +63,44 @@ def _page_sentences(source: Source) -> PageSentences:
         # Read before the pages of later sentences (cpu.run's `place`).
         first = SearchResult.objects.filter(source=source).aggregate(first=Min("claim__sentence__index"))["first"]
         try:
-            return cpu.run(
+            page = cpu.run(
                 cpu.read_page,
                 document,
                 pdf_max_pages=settings.PDF_MAX_PAGES,
                 time_limit=settings.CPU_TIME_LIMIT,
                 place=first or 0,
+                for_run=source.verification_id,
             )
         except cpu.TookTooLong as error:
             # The same bytes take as long again: a retry would only spend the time limit once more.
             raise StepError(
                 f"the {'PDF' if is_pdf(document) else 'page'} took too long to read ({error})", transient=False
             ) from None
+        except StepError:
+            # A challenge may read as no text at all: it is still a challenge, and says so.
+            _refuse_stand_in(source, document, None)
+            raise
+        _refuse_stand_in(source, document, page)
+        return page
 
     return remember(cache_key("page-sentences", source.url), read)
+
+
+def _refuse_stand_in(source: Source, document: FetchedDocument, page: PageSentences | None) -> None:
+    """A bot challenge, or a page empty until JavaScript runs, reads as a few lines ("Just a
+    moment…", the app's description) or as nothing (`page` None): not the page, and not to be
+    judged as it. Only short pages are looked at; the user's own documents are read as given."""
+    if (
+        source.origin != Origin.WEB
+        or is_pdf(document)
+        or document.content_type not in refusals.HTML_TYPES
+        or (page is not None and sum(map(len, page.sentences)) >= refusals.CHECKED_BELOW_CHARS)
+    ):
+        return
+    # Its markers and the words that matter are ASCII: no need to know the page's encoding.
+    reason = refusals.stand_in_reason(document.body.decode("utf-8", errors="replace"))
+    if reason:
+        raise StepError(refusals.stand_in_error(reason), transient=False)
 
 
 def _domain_refusal(source: Source):
@@ -119,19 +144,28 @@ def read_results(source: Source, results: list[SearchResult], page: PageSentence
             page = _page_sentences(source)
         except StepError as error:  # no longer in the cache, and the page is gone now
             services.source_fail(source.pk, reason=str(error), transient=error.transient, was_read=True)
-            source.status = Status.FAILED
+            source.status, source.error = Status.FAILED, str(error)
     if source.status == Status.DONE:
         try:
             chosen = _choose(results, page, source.verification.settings)
         except StepError as error:
             services.source_fail(source.pk, reason=str(error), transient=error.transient, was_read=True)
-            source.status = Status.FAILED
+            source.status, source.error = Status.FAILED, str(error)
     if source.status == Status.FAILED:
         reads = [(result, None) for result in results]
     else:
         reads = list(zip(results, chosen, strict=True))
-    for claim_id in services.results_read(reads):
+    for claim_id in services.results_read(reads, unread_reason=_unread_reason(source)):
         joins.maybe_judge(claim_id)
+
+
+def _unread_reason(source: Source) -> str:
+    """Why a page the web search found was not read, when its search snippet may be judged in
+    its place (it refused, timed out, had no text); "" otherwise. Never for the user's own
+    documents: no search engine read them."""
+    if source.status != Status.FAILED or source.origin != Origin.WEB:
+        return ""
+    return refusals.unread_reason(source.error) or ""
 
 
 def _choose(results: list[SearchResult], page: PageSentences, run_settings: dict) -> list[list]:
@@ -148,6 +182,7 @@ def _choose(results: list[SearchResult], page: PageSentences, run_settings: dict
             embedding_model=settings.EMBEDDING_MODEL if run_settings["retrieval_mode"] == "dense" else None,
             time_limit=settings.CPU_TIME_LIMIT,
             place=min(claim.sentence.index for claim in claims.values()),
+            for_run=claims[results[0].claim_id].sentence.verification_id,
         )
     except cpu.TookTooLong as error:
         raise StepError(f"choosing passages from the page took too long ({error})") from None

@@ -1,7 +1,12 @@
 """Searching the web for a claim (cached across runs), keeping the hits the run's domain lists
-allow, and sending each new page to be fetched and typed."""
+allow, and sending each new page to be fetched and typed. A claim too few of whose pages could
+be read is searched once more (joins.search_again), with another query, for pages it has not
+seen."""
 
 import logging
+from dataclasses import replace
+
+from django.db.models import Max
 
 from verification import services
 from verification.clients import providers
@@ -10,20 +15,31 @@ from verification.inputs import domain_lists
 from verification.models import (
     FINISHED,
     Claim,
+    Source,
     Status,
 )
 from verification.pipeline import domains, search
 from verification.pipeline.types import (
+    SearchHit,
     StepError,
 )
+from verification.selectors.quick import FROM_MODEL_KNOWLEDGE
 from verification.worker import base, categorize, joins, read
 
 logger = logging.getLogger(__name__)
 
+NO_PAGES = "the web search found no pages"
+
 
 def _fail_claim(claim_id, *, reason: str, transient: bool = True) -> None:
+    claim = Claim.objects.select_related("sentence").get(pk=claim_id)
+    if claim.second_query and claim.search_results.exists():
+        # Its second search failed: it goes on to the judge with the pages of its first.
+        services.claim_end_second_search(claim_id)
+        joins.maybe_judge(claim_id)
+        return
     services.claim_fail(claim_id, reason=reason, transient=transient)
-    joins.after_claim(Claim.objects.select_related("sentence").get(pk=claim_id))
+    joins.after_claim(claim)
 
 
 @base.step("searching the web for a claim", give_up=_fail_claim)
@@ -32,22 +48,65 @@ def claim_search(claim_id: int) -> None:
     base.hold(claim.sentence.verification_id)
     if not services.claim_begin_search(claim):
         return
+    if claim.from_model_knowledge:  # quick mode: the model knew it well enough (worker/decompose.py)
+        if services.claim_finish_from_model_knowledge(claim_id, note=FROM_MODEL_KNOWLEDGE):
+            joins.after_claim(claim)
+        return
     # "documents": the run's own documents only, no search at all; "both": the web's and them.
     mode = claim.sentence.verification.settings.get("evidence", "web")
     if mode == "trail":  # checked down the steps that made the text, not searched (worker/trail.py)
         base.send("trail_continue", claim_id)
         return
-    hits = [] if mode == "documents" else _web_hits(claim)
-    if hits is None:
+    if claim.second_query:
+        _search_again(claim)
+        return
+    try:
+        hits = [] if mode == "documents" else _web_hits(claim, claim.query)
+    except StepError as error:
+        _fail_claim(claim.pk, reason=f"web search failed: {error}", transient=error.transient)
         return
     hits = _readable_hits(claim, hits)
     new_sources = services.claim_results_save(
         claim=claim, hits=hits, host_of=providers.host_of, documents=mode != "web"
     )
     if not claim.search_results.exists():
-        if services.claim_finish(claim_id, note="the web search found no pages"):
+        if not joins.search_again(claim) and services.claim_finish(claim_id, note=NO_PAGES):
             joins.after_claim(claim)
         return
+    _read(claim, new_sources)
+
+
+def _search_again(claim: Claim) -> None:
+    """The claim's second search, with `second_query`: the results it has not seen yet (by URL)
+    are saved as its second round and read; then it is judged as usual. When that search fails,
+    it goes on with the pages it has."""
+    seen = set(claim.search_results.values_list("source__url", flat=True))
+    try:
+        hits = _web_hits(claim, claim.second_query, seen=len(seen))
+    except StepError as error:
+        logger.warning("the second search of claim %s failed (%s): judged on its first search's pages", claim.pk, error)
+        services.claim_end_second_search(claim.pk)
+        _after_second_search(claim, [], [])
+        return
+    hits = _readable_hits(claim, [hit for hit in hits if hit.url not in seen], search_round=2)
+    # Ranked after the first search's results, which came first.
+    last = claim.search_results.aggregate(last=Max("rank"))["last"] or 0
+    hits = [replace(hit, rank=last + hit.rank) for hit in hits]
+    new_sources = services.search_results_save(claim=claim, hits=hits, host_of=providers.host_of, search_round=2)
+    _after_second_search(claim, hits, new_sources)
+
+
+def _after_second_search(claim: Claim, hits: list[SearchHit], new_sources: list[Source]) -> None:
+    if not claim.search_results.exists():
+        if services.claim_finish(claim.pk, note=NO_PAGES):
+            joins.after_claim(claim)
+    elif hits:
+        _read(claim, new_sources)
+    else:  # nothing new: no page read will call the join for it
+        joins.maybe_judge(claim.pk)
+
+
+def _read(claim: Claim, new_sources: list[Source]) -> None:
     for source in new_sources:  # downloads first: they are on the critical path, types are not
         base.send("source_fetch", source.pk)
     categorize.type_sources(source for source in new_sources if not source.source_type)  # documents are typed already
@@ -61,36 +120,35 @@ def claim_search(claim_id: int) -> None:
         read.read_results(result.source, [result])
 
 
-def _web_hits(claim: Claim) -> list | None:
-    """The claim's web search results (cached across runs), or None when the search failed
-    (the claim is then failed with the reason)."""
+def _web_hits(claim: Claim, query: str, *, seen: int = 0) -> list:
+    """The web's results for `query` (cached across runs), counted with the run's searches;
+    `seen` more than the run reads when that many are already the claim's. Raises StepError."""
     verification = claim.sentence.verification
     # More than the run reads when domain lists may leave some out (see _readable_hits).
-    top_k = domains.search_depth(verification.settings["top_k_results"], domain_lists.rules_for(verification.settings))
+    top_k = domains.search_depth(
+        verification.settings["top_k_results"] + seen, domain_lists.rules_for(verification.settings)
+    )
     provider = providers.search_provider()
-    key = cache_key("search", provider.endpoint, claim.query, top_k)
+    key = cache_key("search", provider.endpoint, query, top_k)
     hits = lookup(key)
     if hits is not None:
         services.usage_add(verification.pk, searches_cached=1)
-    else:
-        try:
-            hits = search.search_claim(provider, claim.query, top_k)
-        except StepError as error:
-            _fail_claim(claim.pk, reason=f"web search failed: {error}", transient=error.transient)
-            return None
-        finally:
-            # Its own short write: the run's row is every task's counter, so no long lock on it.
-            services.usage_add(verification.pk, searches=1)
-        store(key, hits)
+        return hits
+    try:
+        hits = search.search_claim(provider, query, top_k)
+    finally:
+        # Its own short write: the run's row is every task's counter, so no long lock on it.
+        services.usage_add(verification.pk, searches=1)
+    store(key, hits)
     return hits
 
 
-def _readable_hits(claim: Claim, hits: list) -> list:
+def _readable_hits(claim: Claim, hits: list, *, search_round: int = 1) -> list:
     """The hits the run's domain lists let it read (the search cache holds them all, since
     runs differ in their lists), at most its top-k; how many were left out is recorded, so the
     result says so."""
     run_settings = claim.sentence.verification.settings
     kept, left_out = domains.filter_hits(hits, domain_lists.rules_for(run_settings), run_settings["top_k_results"])
     if left_out:
-        services.claim_left_out_record(claim=claim, counts=left_out)
+        services.claim_left_out_record(claim=claim, counts=left_out, search_round=search_round)
     return kept

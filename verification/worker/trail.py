@@ -167,7 +167,7 @@ def trail_select(selection_id: int, alone: bool = False) -> None:
     peers = services.trail_selections_take_peers(selection, limit=limit)
     batch = [selection, *peers]
     text = TrailNode.objects.get(verification=verification, key=selection.node_key).text
-    llm = providers.llm_client(verification.settings["model"])
+    llm = providers.llm_client(verification.settings["model"], priority=claim.sentence.index)
     options = selection_options()
     keys = {
         s.pk: cache_key("trail-select", llm.base_url, llm.model, SYSTEM_PROMPT, s.round.claim.text, text, repr(options))
@@ -221,7 +221,7 @@ def trail_verdict(round_id: int) -> None:
         return
     rows = list(trail_round.selections.order_by("position"))
     selections = [NodeSelection.from_dict(row.result) for row in rows]
-    llm = providers.llm_client(verification.settings["model"])
+    llm = providers.llm_client(verification.settings["model"], priority=claim.sentence.index)
     try:
         verdict = judge_round(llm, load_trail(verification.pk), claim.text, selections)
     except StepError as error:
@@ -251,7 +251,11 @@ def trail_node_read(node_id: int) -> None:
     try:
         document = providers.page_fetcher().fetch(node.url)
         page = cpu.run(
-            cpu.read_page, document, pdf_max_pages=settings.PDF_MAX_PAGES, time_limit=settings.CPU_TIME_LIMIT
+            cpu.read_page,
+            document,
+            pdf_max_pages=settings.PDF_MAX_PAGES,
+            time_limit=settings.CPU_TIME_LIMIT,
+            for_run=node.verification_id,
         )
     except cpu.TookTooLong as error:
         return _node_done(node, error=f"the document took too long to read ({error})")

@@ -77,6 +77,12 @@ class Command(BaseCommand):
             help="web (default; with --source documents it becomes both): search the web; "
             "documents: only the --source documents, no search; both",
         )
+        parser.add_argument(
+            "--quick",
+            action="store_true",
+            help="quick mode: the model also labels each claim true/false from its own knowledge, and a claim it is "
+            "sure of (QUICK_MIN_PROBABILITY, from logprobs) is not searched; web evidence only",
+        )
         parser.add_argument("--timeout", type=float, default=900, help="give up waiting after this many seconds")
         parser.add_argument(
             "--trail",
@@ -119,6 +125,7 @@ class Command(BaseCommand):
                 "top_k_passages": options["top_k_passages"],
                 "context_size": options["context"],
                 "evidence": options["evidence"] or "",
+                "quick": options["quick"],
                 "sources": "\n".join(source for source in options["sources"] if _is_web_address(source)),
             },
             files=MultiValueDict({"files": [_read_document(s) for s in options["sources"] if not _is_web_address(s)]}),
@@ -152,6 +159,11 @@ class Command(BaseCommand):
             raise CommandError(f"the verification failed: {result['error']}")
 
     def _handle_trail(self, options) -> None:
+        if options["quick"]:
+            raise CommandError(
+                "--quick is not offered with --trail: a trail is checked against the texts that made it, never "
+                "against the model's own knowledge."
+            )
         try:
             submission = trail_submission(
                 trail_from_json(self._read_text(options["trail"])), model=options["model"], q=options["q"]
@@ -339,7 +351,7 @@ def summary(result: dict, verification: Verification) -> str:
             marks = " ".join(VERDICT_ICONS.get(e["verdict"] or "", "…") for e in claim["evidence"])
             said = outcome_words(Tally(**claim["counts"], rule=result["score_rule"]), claim["outcome"], noun=noun)
             lines.append(f"    - {claim['text']}  {marks}  [{said}]")
-            if claim["outcome"] in ("failed", "no_evidence"):
+            if claim["outcome"] in ("failed", "no_evidence") or claim.get("from_model_knowledge"):
                 lines.append(f"      ({claim['note']})")
     usage = result["usage"]
     lines += [
@@ -347,6 +359,8 @@ def summary(result: dict, verification: Verification) -> str:
         f"LLM calls {usage['llm_calls']} ({usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
         f"completion tokens), web searches {usage['searches']}",
     ]
+    if result.get("quick"):
+        lines.append(f"Quick mode: {result['quick']['note']}")
     return "\n".join(lines)
 
 

@@ -36,7 +36,12 @@ def _footnote(note: Footnote) -> str:
         title = f'<a href="{escape(note.link)}">{title}</a>'
     url = f'<span class="report-url">{escape(note.url)}</span>' if note.url else ""
     meta = [escape(note.host), escape(note.type_label)] if note.type_label else [escape(note.host)]
-    meta += [f"published {note.published.isoformat()}" if note.published else "no date", f"it {escape(note.verdict)}"]
+    # Quick mode's item is the model's own label: "the model says true", not "it supports".
+    said_by = "the model" if note.from_model_knowledge else "it"
+    published = f"published {note.published.isoformat()}" if note.published else "no date"
+    meta += [published, f"{said_by} {escape(note.verdict)}"]
+    if note.snippet_only:
+        meta.append(f"snippet only: the page could not be read ({escape(note.unread_reason)})")
     meta.append(_counted_words(note))
     rationale = f'<span class="report-rationale">{escape(note.rationale)}</span>' if note.rationale else ""
     return (
