@@ -69,10 +69,10 @@ def judge_ready(sentence: Sentence, *, lingered: bool = False) -> None:
 
 def search_again(claim: Claim) -> bool:
     """Whether the claim, whose search found no page, is searched once more (see _search_again)."""
-    return claim.pk in _search_again(Claim.objects.filter(pk=claim.pk), claim.sentence)
+    return claim.pk in _search_again(Claim.objects.filter(pk=claim.pk), claim.sentence, found_nothing=True)
 
 
-def _search_again(claims, sentence: Sentence) -> set[int]:
+def _search_again(claims, sentence: Sentence, *, found_nothing: bool = False) -> set[int]:
     """The claims whose pages are all read but fewer than the run's SECOND_SEARCH_BELOW of whose
     web results were read as pages (a page that refused, or was judged from its snippet alone,
     does not count) go back to `claim_search` for a second search with another query
@@ -85,12 +85,20 @@ def _search_again(claims, sentence: Sentence) -> set[int]:
         return set()
     unread = SearchResult.objects.filter(claim__in=claims).exclude(status__in=FINISHED).values("claim_id")
     candidates = claims.filter(status=ClaimStatus.READING, second_query="").exclude(pk__in=unread)
+    if not found_nothing:  # a claim whose first search found pages: only once they are all read
+        candidates = candidates.filter(search_results__isnull=False).distinct()
+    # Read once: evaluated again below, the claims could include one whose last page was read
+    # in between, with no pages counted for it (PostgreSQL did that in CI).
+    candidates = list(candidates.only("pk", "text", "query"))
     snippet_only = Evidence.objects.filter(
         claim_id=OuterRef("claim_id"), source_id=OuterRef("source_id"), snippet_only=True
     )
     pages_read = dict(
         SearchResult.objects.filter(
-            claim__in=candidates, status=Status.DONE, source__status=Status.DONE, source__origin=Origin.WEB
+            claim__in=[claim.pk for claim in candidates],
+            status=Status.DONE,
+            source__status=Status.DONE,
+            source__origin=Origin.WEB,
         )
         .exclude(Exists(snippet_only))
         .order_by()
@@ -99,7 +107,7 @@ def _search_again(claims, sentence: Sentence) -> set[int]:
         .values_list("claim_id", "read")
     )
     searched = set()
-    for claim in candidates.only("pk", "text", "query"):
+    for claim in candidates:
         query = search.second_query(claim.text, claim.query) if pages_read.get(claim.pk, 0) < below else ""
         if query and services.claim_begin_second_search(claim.pk, query=query):
             base.send("claim_search", claim.pk)
