@@ -5,7 +5,8 @@ redelivered task cannot do anything twice.
 Split by what they write: `runs` (a run's life), `rows` (sentences, claims, sources, evidence),
 `hosts` (source types per host), `documents` (the user's documents), `owners` (what a run's
 creator may do: cancel, delete), `spending` (the per-hour limits' rows), `workers` (process rows),
-`plans` (what a retry or a resume sends again) and `trails` (a trail run's nodes, rounds and selections).
+`plans` (what a retry or a resume sends again), `second_search` (a claim's second search)
+and `trails` (a trail run's nodes, rounds and selections).
 """
 
 from verification.services.documents import (
@@ -33,8 +34,6 @@ from verification.services.plans import (
 from verification.services.rows import (
     LEFT_OUT_KEY,
     claim_begin_search,
-    claim_begin_second_search,
-    claim_end_second_search,
     claim_fail,
     claim_finish,
     claim_finish_from_model_knowledge,
@@ -75,6 +74,10 @@ from verification.services.runs import (
     verifications_stalled,
     verifications_touch,
     working_seconds,
+)
+from verification.services.second_search import (
+    claim_begin_second_search,
+    claim_end_second_search,
 )
 from verification.services.spending import (
     spending_add,

@@ -5,7 +5,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from django.db import connection, transaction
-from django.db.models import Exists, F, Q
+from django.db.models import F, Q
 
 from verification.inputs.documents import is_upload
 from verification.models import (
@@ -118,27 +118,6 @@ def claim_begin_search(claim: Claim) -> bool:
         status=ClaimStatus.READING, search_results__isnull=True
     )
     return Claim.objects.filter(unsearched, pk=claim.pk).update(status=ClaimStatus.SEARCHING) == 1
-
-
-def claim_begin_second_search(claim_id: int, *, query: str) -> bool:
-    """A claim whose pages are all read goes back to searching, once: its `second_query` is set
-    in the same UPDATE, so of two joins deciding at once one wins, and a resumed or retried run
-    finds it set and never searches a third time."""
-    # Checked again as it is written: on PostgreSQL a join that read the claim's rows a moment
-    # earlier sent claims whose pages were still being read to a second search (seen in CI).
-    unread = SearchResult.objects.filter(claim_id=claim_id).exclude(status__in=FINISHED)
-    return transition(
-        Claim.objects.filter(pk=claim_id, status=ClaimStatus.READING, second_query="").exclude(Exists(unread)),
-        to=ClaimStatus.SEARCHING,
-        second_query=query,
-    )
-
-
-def claim_end_second_search(claim_id: int) -> None:
-    """A second search that failed: the claim goes on with the pages of its first."""
-    Claim.objects.filter(pk=claim_id, status=ClaimStatus.SEARCHING).exclude(second_query="").update(
-        status=ClaimStatus.READING
-    )
 
 
 def claim_finish_from_model_knowledge(claim_id: int, *, note: str) -> bool:

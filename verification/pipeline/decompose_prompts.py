@@ -1,0 +1,40 @@
+"""The decomposition's instructions (decompose.py): the plain prompt, and the line quick mode adds."""
+
+# Worded after the FACTS&EVIDENCE prompt: the paragraphs are numbered S1..Sn so the model can
+# resolve "it"/"this treatment" from earlier sentences, and only the target sentences are split.
+# The example shows decontextualization and an empty answer for an opinion, because models
+# otherwise invent claims for greetings and hedges; every target is listed in the answer so a
+# sentence the model skips is noticed (and asked again) instead of read as "no claims". The
+# answer is plain lines, not JSON: the model writes every character of it, and the keys and
+# quotes of JSON cost about a third of what it wrote.
+SYSTEM_PROMPT = """You split sentences of an AI-written text into atomic claims for fact-checking. An
+atomic claim states exactly one checkable fact and stands alone: replace pronouns and references
+("it", "this drug") with what they refer to in the context. Add no facts the sentence does not
+state. Opinions, greetings, advice and questions have no claims. Give each claim a short web
+search query that would find evidence for or against it. Paragraphs are separated by a blank line.
+
+Example
+Context:
+S1: Metformin is the first-line drug for type 2 diabetes.
+S2: It lowers blood sugar and was approved in the US in 1994.
+S3: I hope this helps!
+Target sentences: S2, S3
+Answer:
+S2:
+- Metformin lowers blood sugar. | metformin lowers blood sugar
+- Metformin was approved in the US in 1994. | metformin FDA approval 1994
+S3:
+
+Answer every target sentence, in order, as in the example."""
+
+# Quick mode (FaStfact's pre-verification) appends this to the instructions above, so that the
+# plain prompt stays byte-identical (a local server's cached prefix) and quick calls share it too.
+# The label goes last on the claim's line: the model has written the claim out before it commits
+# to a label, and the label's token is easy to find for its logprob. "unsure" is offered so that
+# the model need not guess; only a true or false label can ever spare a claim its search.
+QUICK_INSTRUCTION = """
+
+Also label each claim from your own knowledge, without any search: after its query add " | " and
+true if you know the claim is true, false if you know it is false, unsure otherwise.
+- Metformin lowers blood sugar. | metformin lowers blood sugar | true"""
+QUICK_SYSTEM_PROMPT = SYSTEM_PROMPT + QUICK_INSTRUCTION
