@@ -2,12 +2,17 @@
 the real worker against the fakes on 127.0.0.1: the new results are read, those already seen
 are not, the run says how many claims needed it, and nothing searches a claim a third time."""
 
-import pytest
+import itertools
 
+import pytest
+from django.db import connection, transaction
+
+from factsite.celery import app as celery_app
 from tests.fakes import FakePage, FakeSite
 from tests.test_engine import all_evidence, run, wait_for
+from verification import services, tasks  # noqa: F401 (tasks: registers the steps run below)
 from verification.models import Claim, ClaimStatus, SearchResult, Sentence, Status, Verification
-from verification.worker import resume
+from verification.worker import base, heartbeat, joins, read, resume
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -81,6 +86,8 @@ def test_a_second_search_a_dead_worker_left_is_resumed_once(client, world, refus
     Sentence.objects.update(status=Status.RUNNING)
     Verification.objects.update(status=Status.RUNNING, finished_at=None)
 
+    # What the rows are rewound from: a first run that did search the claim a second time.
+    assert world.serper.queries == [QUERY, TEXT]
     resume.resume(verification_id)
     resumed = wait_for(client, verification_id)
 
@@ -89,6 +96,76 @@ def test_a_second_search_a_dead_worker_left_is_resumed_once(client, world, refus
     # Its second query once more (the answer from the cache), never its first, never a third.
     assert world.serper.queries == [QUERY, TEXT]
     assert resumed["usage"]["searches"] == 2 and resumed["usage"]["searches_cached"] == 1
+
+
+class _Undone(Exception):
+    """Rolls one interleaving's writes back (transaction.atomic)."""
+
+
+def test_a_page_read_while_the_join_of_another_decides_never_skips_the_second_search(
+    client, world, refusing_web, monkeypatch, settings
+):
+    """The claim's two pages are read by two tasks at once: the first's join decides while the
+    second's read commits, then the second's join runs (after the first's turn, as
+    services.judging_turn has it). Whatever moment of the first join the second read lands at,
+    one of the two joins sends the claim to its second search, and neither sends it to the judge
+    on its first search's pages (on PostgreSQL a read landing between the join's second-search
+    decision and its ready query did: the run then ended with one search)."""
+    settings.CPU_PROCESSES = 0
+    sent: list[tuple[str, tuple]] = []
+    monkeypatch.setattr(base, "send", lambda name, *args, countdown=None: sent.append((name, args)))
+    monkeypatch.setattr(heartbeat, "hold", lambda verification_id: None)
+
+    def run_sent() -> None:
+        while sent:
+            name, args = sent.pop(0)
+            celery_app.tasks[base.TASK_PREFIX + name](*args)
+
+    verification_id = run(client, text=TEXT, retrieval_mode="sparse", top_k_results=2)
+    with monkeypatch.context() as patched:  # the two pages fetched (both refuse), neither read yet
+        patched.setattr(read, "read_results", lambda *args, **kwargs: None)
+        run_sent()
+    claim = Claim.objects.get(sentence__verification_id=verification_id)
+    first, second = SearchResult.objects.filter(claim=claim).select_related("source").order_by("source__url")
+    assert claim.status == ClaimStatus.READING and {first.status, second.status} == {Status.PENDING}
+
+    def record_read(result) -> set[int]:  # a page's task, up to its commit (read.read_results)
+        return services.results_read([(result, None)], unread_reason=read._unread_reason(result.source))
+
+    def first_join(second_read_before: int | None = None) -> int:
+        """The first page's join, the second page's read committed just before its query
+        number `second_read_before`; how many queries it made."""
+        counter = itertools.count()
+
+        def interleave(execute, sql, params, many, context):
+            if next(counter) == second_read_before:
+                record_read(second)
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(interleave):
+            joins.maybe_judge(claim.pk)
+        return next(counter)
+
+    def interleaving(second_read_before: int | None) -> int:
+        sent.clear()
+        try:
+            with transaction.atomic():
+                assert record_read(first) == {claim.pk}
+                queries = first_join(second_read_before)
+                if second_read_before is None:
+                    raise _Undone
+                assert SearchResult.objects.get(pk=second.pk).status == Status.FAILED
+                joins.maybe_judge(claim.pk)  # the second page's join
+
+                claim.refresh_from_db()
+                assert (claim.status, claim.second_query) == (ClaimStatus.SEARCHING, TEXT), second_read_before
+                assert [name for name, _ in sent] == ["claim_search"], (second_read_before, sent)
+                raise _Undone
+        except _Undone:
+            return queries
+
+    for moment in range(interleaving(None)):
+        interleaving(moment)
 
 
 def test_a_run_on_documents_alone_never_searches(client, world, refusing_web, celery_worker):

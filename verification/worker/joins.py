@@ -116,13 +116,7 @@ def _search_again(claims, sentence: Sentence, *, found_nothing: bool = False) ->
 
 
 def _send_ready_claims(claims, sentence: Sentence, *, lingered: bool) -> None:
-    _search_again(claims, sentence)
     unread = SearchResult.objects.filter(claim__in=claims).exclude(status__in=FINISHED).values("claim_id")
-    waiting = claims.filter(
-        Q(status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING])
-        | Q(status=ClaimStatus.READING, pk__in=unread)
-        | Q(status=ClaimStatus.READING, search_results__isnull=True)
-    ).exists()
     ready = list(
         claims.filter(status=ClaimStatus.READING, search_results__isnull=False)
         .exclude(pk__in=unread)
@@ -130,6 +124,20 @@ def _send_ready_claims(claims, sentence: Sentence, *, lingered: bool) -> None:
         .order_by("sentence__index", "index")
         .distinct()
     )
+    # The second search is decided for exactly the claims found ready above, never on a query
+    # of its own: pages are read (and committed) by other tasks while this one holds the turn,
+    # and a claim whose last page was read between the two queries went to the judge on its
+    # first search's pages, its second search skipped for good (PostgreSQL, one run in five).
+    # A claim ready only after the query above is left to the join of the task that read its
+    # last page, which comes next in turn.
+    if ready:
+        searched = _search_again(claims.filter(pk__in=[claim.pk for claim in ready]), sentence)
+        ready = [claim for claim in ready if claim.pk not in searched]
+    waiting = claims.filter(
+        Q(status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING])
+        | Q(status=ClaimStatus.READING, pk__in=unread)
+        | Q(status=ClaimStatus.READING, search_results__isnull=True)
+    ).exists()
     if waiting and not lingered:
         held = [claim for claim in ready if claim.pending]
         batch = _full_batch(held)
