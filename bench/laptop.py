@@ -46,6 +46,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-prefix-cache", action="store_true", help="a server that reads every prompt whole")
     parser.add_argument("--heavy", action="store_true", help="two claims a sentence, realistic pages, dense retrieval")
+    parser.add_argument(
+        "--write-queries", action="store_true", help="the model writes a search query per claim (the default for APIs)"
+    )
     parser.add_argument("--search-latency", type=float, default=0.5, help="seconds per search (default 0.5)")
     parser.add_argument("--page-latency", type=float, default=0.5, help="seconds per page (default 0.5)")
     parser.add_argument("--out", help="write the judged (claim, url, passage) items here")
@@ -115,6 +118,8 @@ def main() -> None:
         "top_k_passages": 3,
         "context_size": 1,
         "evidence": "web",
+        # As the form stores WRITE_SEARCH_QUERIES with a run (runs made here skip the form).
+        "write_search_queries": args.write_queries,
     }
     if args.heavy:  # the worker up and the embedding model loaded in its CPU pool, as on a server
         from verification.worker import embedded

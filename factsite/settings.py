@@ -249,6 +249,9 @@ SEARCH_TIMEOUT = env.float("SEARCH_TIMEOUT", default=15.0)
 # snippet) is searched once more with another query (its own text); 0 never searches again. A
 # run keeps the value it started with (inputs/forms.py), so a resumed run decides as it began.
 SECOND_SEARCH_BELOW = env.int("SECOND_SEARCH_BELOW", default=2)
+# The decomposition writes a web search query for each claim; False: each claim is searched by
+# its own words (as VeriScore does), a third less for a local model to write. Kept per run.
+WRITE_SEARCH_QUERIES = env.bool("WRITE_SEARCH_QUERIES", default=True)
 # Search providers in the order they are tried (verification/clients/providers.py): one without its key
 # or address is skipped, one that fails hands over to the next. Wikipedia, keyless, comes last,
 # so a fresh clone with only a language model can verify something.

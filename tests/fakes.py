@@ -99,6 +99,8 @@ class _LLMHandler(_Handler):
         try:
             time.sleep(server.latency)
             status, content = server.answer(request)
+            with server._lock:
+                server.answers.append(content)
             prompt = " ".join(m["content"] for m in request["messages"])
             with server._slot():
                 self._answer(request, status, content, prompt)
@@ -251,6 +253,7 @@ class FakeLLM(LoopbackServer):
         LoopbackServer.__init__(self, _LLMHandler)
         self.calls: Counter[str] = Counter()
         self.requests: list[dict] = []
+        self.answers: list[str] = []  # what it wrote (or the error's text), in the order written
         # The kind of each call whose answer has been written to the end (or failed), in order.
         self.finished: list[str] = []
         self._attempts: Counter[str] = Counter()
@@ -317,7 +320,7 @@ class FakeLLM(LoopbackServer):
             pieces = re.findall(r"\s*\S+", line) or [line]
             pieces[0] = ("\n" if number else "") + pieces[0]
             pieces[-1] += line[len(line.rstrip()) :] if line.strip() else ""
-            labelled = re.match(r"\s*- (.+?) \| .*\| (true|false|unsure)$", line)
+            labelled = re.match(r"\s*- (.+?) \| (?:.*\| )?(true|false|unsure)$", line)
             for index, piece in enumerate(p for p in pieces if p):
                 last = index == len(pieces) - 1
                 probability = self.label_for(labelled.group(1))[1] if labelled and last else 0.999
@@ -369,7 +372,7 @@ class FakeLLM(LoopbackServer):
             "trail_verdict": TrailTestModel().verdict,
         }
         payload = answers[kind](user)
-        if kind == "claims" and system.endswith(decompose.QUICK_INSTRUCTION):
+        if kind == "claims" and system.endswith((decompose.QUICK_INSTRUCTION, decompose.QUICK_INSTRUCTION_NO_QUERY)):
             for claim in (c for entry in payload["sentences"] for c in entry["claims"]):
                 claim["label"] = self.label_for(claim["claim"])[0]
         if kind == "source_types":
@@ -378,6 +381,8 @@ class FakeLLM(LoopbackServer):
             ]
         if request.get("response_format"):
             return 200, json.dumps(payload)
+        if kind in ("source_type", "source_types") and "JSON" not in system:  # plain words, as asked
+            return 200, payload["source_type"] if kind == "source_type" else _type_lines(payload)
         if "Answer with one JSON object only" in user or kind not in ("judgements", "claims"):
             return 200, "Here is the answer:\n```json\n" + json.dumps(payload) + "\n```"
         return 200, _as_lines(kind, payload, system)
@@ -517,7 +522,14 @@ def _claims_judged(user: str) -> list[tuple[str, list[tuple[str, str]]]]:
         claim, _, passages = block.partition("\n")
         found = re.findall(r"^(E\d+)(?: \(from: [^\n]*\))?\n(.*?)(?=\n\nE\d+|\Z)", passages, re.MULTILINE | re.DOTALL)
         judged.append((claim.split(": ", 1)[1], found))
-    return judged
+    # "the same passage as E1": E1's text, read again
+    texts = {label: text for _, found in judged for label, text in found}
+    return [(claim, [(label, texts.get(_same_as(text), text)) for label, text in found]) for claim, found in judged]
+
+
+def _same_as(text: str) -> str:
+    match = re.fullmatch(r"the same passage as (E\d+)", text.strip())
+    return match.group(1) if match else ""
 
 
 def _judgements(user: str) -> dict:
@@ -540,14 +552,19 @@ def _judgements(user: str) -> dict:
 
 def _as_lines(kind: str, payload: dict, system: str) -> str:
     """The answer in the plain-text form the prompt asks for, when it asks for no JSON: in the
-    verdict words it defines, and an irrelevant passage's verdict alone where it asks for that."""
+    verdict words it defines; an irrelevant passage left out, or its verdict alone, where it asks that."""
     if kind == "judgements":
+        if "Others: irrelevant" in system:  # the irrelevant passages left out, as asked
+            lines = [_judgement_line(j, system) for j in payload["judgements"] if j["verdict"] != "irrelevant"]
+            return "\n".join([*lines, "Others: irrelevant"])
         return "\n".join(_judgement_line(j, system) for j in payload["judgements"])
     lines = []
+    queries = "search query" in system  # else each claim alone, as the prompt without queries shows
     for entry in payload["sentences"]:
         lines.append(f"{entry['sentence']}:")
         lines += [
-            f"- {c['claim']} | {c['query']}" + (f" | {c['label']}" if "label" in c else "") for c in entry["claims"]
+            f"- {c['claim']}" + (f" | {c['query']}" if queries else "") + (f" | {c['label']}" if "label" in c else "")
+            for c in entry["claims"]
         ]
     return "\n".join(lines)
 
@@ -580,6 +597,10 @@ def _source_types(user: str) -> dict:
     """Each "H1. Host: …" block typed by its own words, as `_source_type` types one host."""
     blocks = re.split(r"^(?=H\d+\. )", user, flags=re.M)
     return {"types": [{"host": b.split(".")[0], **_source_type(b)} for b in blocks if re.match(r"H\d+\. ", b)]}
+
+
+def _type_lines(payload: dict) -> str:
+    return "\n".join(f"{entry['host']}: {entry['source_type']}" for entry in payload["types"])
 
 
 def _block(user: str, label: str) -> str:

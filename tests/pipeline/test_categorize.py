@@ -2,8 +2,6 @@ import pytest
 
 from tests.pipeline.fake_model import FakeModel
 from verification.pipeline.categorize import (
-    SCHEMA,
-    SCHEMA_MANY,
     SYSTEM_PROMPT,
     SYSTEM_PROMPT_MANY,
     categorize_by_rules,
@@ -150,7 +148,7 @@ def test_parse_source_type_rejects_an_answer_of_the_wrong_shape(answer):
 
 
 def test_categorize_with_llm_sends_the_host_and_title():
-    model = FakeModel({"source_type": "blog"})
+    model = FakeModel("blog")
 
     source_type = categorize_with_llm(model, "example.net", "My trip to Paris")
 
@@ -160,7 +158,7 @@ def test_categorize_with_llm_sends_the_host_and_title():
             "system": SYSTEM_PROMPT,
             "user": "Host: example.net\nA page title on it: My trip to Paris",
             "schema_name": "source_type",
-            "schema": SCHEMA,
+            "schema": None,
         }
     ]
 
@@ -197,7 +195,7 @@ def test_a_prose_answer_means_the_category_it_names_first(answer, expected):
 
 
 def test_categorize_many_sends_every_host_with_its_title_in_one_call():
-    model = FakeModel({"types": [{"host": "H1", "source_type": "blog"}, {"host": "H2", "source_type": "news"}]})
+    model = FakeModel("H1: blog\nH2: news")
 
     found = categorize_many_with_llm(model, [("trips.example", "My trip to Paris"), ("daily.example", "")])
 
@@ -207,7 +205,7 @@ def test_categorize_many_sends_every_host_with_its_title_in_one_call():
             "system": SYSTEM_PROMPT_MANY,
             "user": "H1. Host: trips.example\nA page title on it: My trip to Paris\nH2. Host: daily.example",
             "schema_name": "source_types",
-            "schema": SCHEMA_MANY,
+            "schema": None,
         }
     ]
 
@@ -222,6 +220,11 @@ LABELS = {"H1": "a.example", "H2": "b.example", "H3": "c.example"}
         (
             {"types": [{"host": "h2", "source_type": "wiki"}, {"host": "H1", "source_type": "news"}]},
             {"a.example": T.NEWS, "b.example": T.WIKI},
+        ),
+        # plain lines as asked, reworded as models do; a line without a label is skipped
+        (
+            "H1: news\n**H2** - Wiki.\n3. H3: blog\nOverall these are mixed.",
+            {"a.example": T.NEWS, "b.example": T.WIKI, "c.example": T.BLOG},
         ),
         # the host named instead of its label
         ({"types": [{"host": "c.example", "source_type": "blog"}]}, {"c.example": T.BLOG}),
@@ -242,7 +245,9 @@ def test_parse_source_types_keeps_what_it_can_use(answer, expected):
     assert parse_source_types(answer, LABELS) == expected
 
 
-@pytest.mark.parametrize("answer", [None, "news", {"types": []}, {"types": [{"host": "H7", "source_type": "news"}]}])
+@pytest.mark.parametrize(
+    "answer", [None, "news", "H7: news", {"types": []}, {"types": [{"host": "H7", "source_type": "news"}]}]
+)
 def test_parse_source_types_rejects_an_answer_that_types_no_host(answer):
     with pytest.raises(MalformedAnswer):
         parse_source_types(answer, LABELS)

@@ -4,7 +4,7 @@ that supports or refutes, and no context the ranker scored unrelated to the clai
 from tests.fakes import FakeLLM
 from tests.pipeline.fake_model import FakeModel
 from verification.clients.llm import LLMClient
-from verification.pipeline.judge import SYSTEM_PROMPT, build_prompt, judge_claims, parse_judgements
+from verification.pipeline.judge import NO_VERDICT, SYSTEM_PROMPT, build_prompt, judge_claims, parse_judgements
 from verification.pipeline.passages import EXCERPT_GAP, judged_text
 from verification.pipeline.types import ClaimToJudge, EvidenceToJudge, Judgement, Verdict
 
@@ -35,9 +35,53 @@ def test_it_parses_a_bare_verdict_written_with_markdown_or_a_period():
     ]
 
 
-def test_the_prompt_asks_for_a_reason_only_where_the_passage_decides_something():
-    assert "For supports or refutes, a reason" in SYSTEM_PROMPT
-    assert "E2: irrelevant" in SYSTEM_PROMPT.splitlines()[-1]
+def test_passages_an_answer_leaves_out_are_irrelevant_when_it_ends_with_the_line_that_says_so():
+    answer = "E1: States the year. | supports\nOthers: irrelevant"
+
+    assert parse_judgements(answer, LABELS) == [
+        Judgement("ev-1", Verdict.SUPPORTED, "States the year."),
+        Judgement("ev-2", Verdict.IRRELEVANT, ""),
+        Judgement("ev-3", Verdict.IRRELEVANT, ""),
+    ]
+
+
+def test_the_closing_line_alone_makes_every_passage_irrelevant_however_the_model_words_it():
+    for closing in ("Others: irrelevant", "**All other passages** - irrelevant.", "the rest: Irrelevant"):
+        judgements = parse_judgements(closing, LABELS)
+
+        assert [(j.verdict, j.error) for j in judgements] == [(Verdict.IRRELEVANT, "")] * 3, closing
+
+
+def test_an_answer_cut_short_before_its_closing_line_leaves_its_unlisted_passages_without_a_verdict():
+    judgements = parse_judgements("E2: Says 1887, not 1889. | refutes\nE3: The year", LABELS)
+
+    assert [j.verdict for j in judgements] == [None, Verdict.NOT_SUPPORTED, None]
+    assert judgements[0].error == NO_VERDICT and judgements[2].error == NO_VERDICT
+
+
+def test_a_passage_two_claims_share_is_read_once_and_judged_for_each():
+    passage = "The Eiffel Tower was completed in 1889 in Paris for the world fair."
+    claims = [
+        ClaimToJudge("The Eiffel Tower was completed in 1889.", "", (EvidenceToJudge("a", "Tower", passage),)),
+        ClaimToJudge("The Eiffel Tower was built for the world fair.", "", (EvidenceToJudge("b", "Tower", passage),)),
+        ClaimToJudge("The Eiffel Tower is in Rome.", "", (EvidenceToJudge("c", "", "Rome has seven hills."),)),
+    ]
+
+    prompt = build_prompt(claims)
+    llm = FakeLLM().start()
+    try:
+        client = LLMClient(model="m", base_url=llm.url + "/v1", api_key="k", timeout=10, max_retries=0)
+        judgements = judge_claims(client, claims)
+    finally:
+        llm.stop()
+
+    assert prompt.count(passage) == 1
+    assert "E2 (from: Tower)\nthe same passage as E1" in prompt
+    assert [(j.key, j.verdict) for j in judgements] == [
+        ("a", Verdict.SUPPORTED),
+        ("b", Verdict.SUPPORTED),
+        ("c", Verdict.IRRELEVANT),
+    ]
 
 
 def test_a_model_following_the_prompt_keeps_its_reasons_for_supports_and_refutes():
@@ -62,6 +106,7 @@ def test_a_model_following_the_prompt_keeps_its_reasons_for_supports_and_refutes
     assert judgements[0].rationale and judgements[1].rationale
     assert judgements[2].rationale == ""
     assert request["messages"][0]["content"] == SYSTEM_PROMPT
+    assert llm.answers[-1].splitlines()[-1] == "Others: irrelevant" and "E3" not in llm.answers[-1]
 
 
 def test_the_judge_reads_no_context_the_ranker_scored_unrelated():

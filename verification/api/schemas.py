@@ -100,6 +100,11 @@ class RunSettings(Schema):
         "pages is searched once more (0: never)",
     )
     quick_min_probability: float = Field(None, description="QUICK_MIN_PROBABILITY when the quick run was created")
+    write_search_queries: bool = Field(
+        None,
+        description="WRITE_SEARCH_QUERIES when the run was created: false, each claim was searched by its own words "
+        "instead of a query the model wrote",
+    )
 
 
 class LeftOut(Schema):

@@ -20,6 +20,8 @@ DEFAULT_SETTINGS = {
 }
 # In a run's settings: SECOND_SEARCH_BELOW as it was when the run was created (worker/joins.py).
 SECOND_SEARCH_BELOW = "second_search_below"
+# In a run's settings: WRITE_SEARCH_QUERIES as it was when the run was created (worker/decompose.py).
+WRITE_SEARCH_QUERIES = "write_search_queries"
 # In a quick run's settings: QUICK_MIN_PROBABILITY as it was when the run was created.
 QUICK_MIN_PROBABILITY = "quick_min_probability"
 QUICK_REFUSED = (
@@ -214,6 +216,7 @@ class VerificationForm(forms.Form):
             SECOND_SEARCH_BELOW: settings.SECOND_SEARCH_BELOW,
             # Quick mode's threshold as it was when the run was created: a resumed run trusts as it began.
             **({QUICK_MIN_PROBABILITY: settings.QUICK_MIN_PROBABILITY} if self.cleaned_data.get("quick") else {}),
+            WRITE_SEARCH_QUERIES: settings.WRITE_SEARCH_QUERIES,
             **switched,
         }
 

@@ -1,6 +1,7 @@
 """A source's host → its type (news, blog, wiki, …): a curated rule table first; the LLM is
 asked only about hosts the table does not know (callers cache its answer per host)."""
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,42 +67,20 @@ forums, video platforms, Q&A sites), scientific_medical_article (journals, prepr
 medical references), government_website (governments, their agencies, intergovernmental bodies),
 other (shops, company pages, anything else)."""
 
+# The answers are plain words, not JSON: a local model writes about 30 tokens a second, and
+# {"host": "H1", "source_type": "news"} is five times as long as "H1: news".
 SYSTEM_PROMPT = f"""You classify websites by their host name for a fact-checking tool.
-{CATEGORIES} Answer with JSON: {{"source_type": "<category>"}}."""
+{CATEGORIES} Answer with the category alone."""
 
 # The hosts a search brought are asked together: the categories are read once, not once per
 # host (a claim's five results are often five hosts the rule table does not know).
 SYSTEM_PROMPT_MANY = f"""You classify websites by their host name for a fact-checking tool.
-{CATEGORIES} Classify every host listed (H1..), each on its own. Answer with JSON:
-{{"types": [{{"host": "H1", "source_type": "<category>"}}, ...]}} with one entry per host."""
+{CATEGORIES} Classify every host listed (H1..), each on its own, a line each:
+H1: news"""
 
 # What a web page can be: "your document" is for the user's own documents only.
 WEB_TYPES = tuple(t for t in SourceType if t is not SourceType.YOUR_DOCUMENT)
 
-SCHEMA = {
-    "type": "object",
-    "properties": {"source_type": {"type": "string", "enum": [t.value for t in WEB_TYPES]}},
-    "required": ["source_type"],
-    "additionalProperties": False,
-}
-
-
-SCHEMA_MANY = {
-    "type": "object",
-    "properties": {
-        "types": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"host": {"type": "string"}, **SCHEMA["properties"]},
-                "required": ["host", "source_type"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["types"],
-    "additionalProperties": False,
-}
 MAX_TITLE_CHARS = 200
 # Hosts per call: a search's results at the largest top-k, few enough for a small model.
 HOSTS_PER_CALL = 10
@@ -130,7 +109,7 @@ def categorize_with_llm(llm: JsonLLM, host: str, title: str = "") -> SourceType:
         system=SYSTEM_PROMPT,
         user=_describe(host, title),
         schema_name="source_type",
-        schema=SCHEMA,
+        schema=None,
         parse=parse_source_type,
     )
 
@@ -144,7 +123,7 @@ def categorize_many_with_llm(llm: JsonLLM, hosts: Sequence[tuple[str, str]]) -> 
         system=SYSTEM_PROMPT_MANY,
         user=user,
         schema_name="source_types",
-        schema=SCHEMA_MANY,
+        schema=None,
         parse=lambda answer: parse_source_types(answer, labels),
     )
 
@@ -154,8 +133,11 @@ def _describe(host: str, title: str) -> str:
 
 
 def parse_source_types(answer: Any, labels: dict[str, str]) -> dict[str, SourceType]:
-    """{"types": [{"host": "H1", "source_type": ...}]} → {host: type}; entries naming the host
-    itself instead of its label count too. An answer that types none of them is malformed."""
+    """ "H1: news" lines (or the JSON some models write anyway: {"types": [{"host": "H1",
+    "source_type": ...}]}) → {host: type}; entries naming the host itself instead of its label
+    count too. An answer that types none of them is malformed."""
+    if isinstance(answer, str):
+        answer = [{"host": host, "source_type": kind} for host, kind in _LINE.findall(answer)]
     entries = answer.get("types") if isinstance(answer, dict) else answer
     if not isinstance(entries, list):
         raise MalformedAnswer("expected an object with a 'types' list")
@@ -175,6 +157,10 @@ def parse_source_types(answer: Any, labels: dict[str, str]) -> dict[str, SourceT
     if not found:
         raise MalformedAnswer("no usable source type in the answer")
     return found
+
+
+# "H1: news", "**H2** - blog", "3. H3: wiki": a label, then the category.
+_LINE = re.compile(r"^\W*(?:\d{1,3}[.)]\s*\W*)?(H\d+)\b[\W_]*(\w.*?)\W*$", re.MULTILINE)
 
 
 def parse_source_type(answer: Any) -> SourceType:

@@ -11,8 +11,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-# The instructions (QUICK_INSTRUCTION re-exported: the tests' fake model reads it here).
-from .decompose_prompts import QUICK_INSTRUCTION, QUICK_SYSTEM_PROMPT, SYSTEM_PROMPT  # noqa: F401
+# The instructions (re-exported: the tests' fake model reads them here).
+from .decompose_prompts import (  # noqa: F401
+    QUICK_INSTRUCTION,
+    QUICK_INSTRUCTION_NO_QUERY,
+    QUICK_SYSTEM_PROMPT,
+    SYSTEM_PROMPT,
+    SYSTEM_PROMPT_NO_QUERY,
+    system_prompt,
+)
 from .types import ClaimDraft, JsonLLM, MalformedAnswer, SegmentedSentence, TokenLogprob
 
 MAX_CLAIMS_PER_SENTENCE = 8
@@ -78,16 +85,13 @@ def _numbered(targets: Sequence[SegmentedSentence]) -> tuple[list[str], list[str
     return lines, asked
 
 
-def system_prompt(*, quick: bool = False) -> str:
-    return QUICK_SYSTEM_PROMPT if quick else SYSTEM_PROMPT
-
-
 def decompose_chunk(
     llm: JsonLLM,
     targets: Sequence[SegmentedSentence],
     on_sentence: Callable[[int, list[ClaimDraft]], None] | None = None,
     *,
     quick: bool = False,
+    queries: bool = True,
 ) -> dict[int, list[ClaimDraft]]:
     """{sentence index: its claims} for the targets. Sentences the answer leaves out are asked
     once more on their own call; those still missing are absent from the result.
@@ -98,19 +102,25 @@ def decompose_chunk(
     the result then holds for it.
 
     `quick`: each claim also gets the model's own label (true, false, unsure) and, from a server
-    that gives logprobs, that label's probability."""
+    that gives logprobs, that label's probability. `queries=False`: the model writes no search
+    query, and each claim's query is its own text."""
     found: dict[int, list[ClaimDraft]] = {}
     for _attempt in range(2):
         missing = [s for s in targets if s.index not in found]
         if not missing:
             break
         watcher = _Watcher(labels(missing), on_sentence, quick=quick) if on_sentence else None
-        found |= _ask(llm, missing, watcher, quick=quick)
+        found |= _ask(llm, missing, watcher, quick=quick, queries=queries)
     return found
 
 
 def _ask(
-    llm: JsonLLM, targets: Sequence[SegmentedSentence], watcher: "_Watcher | None", *, quick: bool = False
+    llm: JsonLLM,
+    targets: Sequence[SegmentedSentence],
+    watcher: "_Watcher | None",
+    *,
+    quick: bool = False,
+    queries: bool = True,
 ) -> dict[int, list[ClaimDraft]]:
     asked = labels(targets)
 
@@ -131,7 +141,7 @@ def _ask(
     if quick:
         streamed["logprobs"] = QUICK_TOP_LOGPROBS
     return llm.complete(
-        system=system_prompt(quick=quick),
+        system=system_prompt(quick=quick, queries=queries),
         user=build_prompt(targets),
         schema_name="claims",
         schema=None,

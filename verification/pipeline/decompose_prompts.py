@@ -1,4 +1,5 @@
-"""The decomposition's instructions (decompose.py): the plain prompt, and the line quick mode adds."""
+"""The decomposition's instructions (decompose.py): the plain prompt, the one that asks for no
+search query, and the line quick mode adds to either."""
 
 # Worded after the FACTS&EVIDENCE prompt: the paragraphs are numbered S1..Sn so the model can
 # resolve "it"/"this treatment" from earlier sentences, and only the target sentences are split.
@@ -7,11 +8,10 @@
 # sentence the model skips is noticed (and asked again) instead of read as "no claims". The
 # answer is plain lines, not JSON: the model writes every character of it, and the keys and
 # quotes of JSON cost about a third of what it wrote.
-SYSTEM_PROMPT = """You split sentences of an AI-written text into atomic claims for fact-checking. An
+_PROMPT = """You split sentences of an AI-written text into atomic claims for fact-checking. An
 atomic claim states exactly one checkable fact and stands alone: replace pronouns and references
 ("it", "this drug") with what they refer to in the context. Add no facts the sentence does not
-state. Opinions, greetings, advice and questions have no claims. Give each claim a short web
-search query that would find evidence for or against it. Paragraphs are separated by a blank line.
+state. Opinions, greetings, advice and questions have no claims.{ask_query} Paragraphs are separated by a blank line.
 
 Example
 Context:
@@ -21,11 +21,21 @@ S3: I hope this helps!
 Target sentences: S2, S3
 Answer:
 S2:
-- Metformin lowers blood sugar. | metformin lowers blood sugar
-- Metformin was approved in the US in 1994. | metformin FDA approval 1994
+- Metformin lowers blood sugar.{query_1}
+- Metformin was approved in the US in 1994.{query_2}
 S3:
 
 Answer every target sentence, in order, as in the example."""
+
+_QUERY = {
+    "ask_query": " Give each claim a short web\nsearch query that would find evidence for or against it.",
+    "query_1": " | metformin lowers blood sugar",
+    "query_2": " | metformin FDA approval 1994",
+}
+SYSTEM_PROMPT = _PROMPT.format(**_QUERY)
+# WRITE_SEARCH_QUERIES=0: each claim is searched by its own words, as VeriScore searches
+# Google; the queries were about a third of what the model wrote (a local model's seconds).
+SYSTEM_PROMPT_NO_QUERY = _PROMPT.format(**dict.fromkeys(_QUERY, ""))
 
 # Quick mode (FaStfact's pre-verification) appends this to the instructions above, so that the
 # plain prompt stays byte-identical (a local server's cached prefix) and quick calls share it too.
@@ -37,4 +47,15 @@ QUICK_INSTRUCTION = """
 Also label each claim from your own knowledge, without any search: after its query add " | " and
 true if you know the claim is true, false if you know it is false, unsure otherwise.
 - Metformin lowers blood sugar. | metformin lowers blood sugar | true"""
+QUICK_INSTRUCTION_NO_QUERY = """
+
+Also label each claim from your own knowledge, without any search: after the claim add " | " and
+true if you know the claim is true, false if you know it is false, unsure otherwise.
+- Metformin lowers blood sugar. | true"""
 QUICK_SYSTEM_PROMPT = SYSTEM_PROMPT + QUICK_INSTRUCTION
+
+
+def system_prompt(*, quick: bool = False, queries: bool = True) -> str:
+    if queries:
+        return SYSTEM_PROMPT + (QUICK_INSTRUCTION if quick else "")
+    return SYSTEM_PROMPT_NO_QUERY + (QUICK_INSTRUCTION_NO_QUERY if quick else "")

@@ -13,6 +13,7 @@ a local server, and JSON's keys and quotes were about as long as the verdicts th
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from . import lazy
@@ -27,21 +28,23 @@ MAX_PASSAGE_CHARS = 4000
 MAX_TITLE_CHARS = 150
 
 # A reason only where the passage decides something: a local model writes about 30 tokens a
-# second, and most passages are irrelevant, so their reasons were most of the answer; the reason
-# for a supporting or refuting passage is what the reader checks, and comes before its verdict
-# so the model reasons first. "irrelevant" is spelled out because models otherwise call
-# off-topic passages "refutes", which would count against a true claim. The verdicts are
-# FEVER's words, short and familiar to models. The same text on every call, so a local
-# server reuses its computed prefix.
+# second, and most passages are irrelevant, so their reasons were most of the answer, and then
+# their bare verdict lines (about a tenth of the answer on the laptop bench); the reason for a
+# supporting or refuting passage is what the reader checks, and comes before its verdict so the
+# model reasons first. The closing line says the model went through every passage: without it
+# (an answer cut short) an unlisted passage fails as having no verdict (a retry asks again),
+# never taken for irrelevant. "irrelevant" is spelled out because models otherwise call off-topic passages
+# "refutes", which would count against a true claim. The verdicts are FEVER's words, short and
+# familiar to models. The same text on every call, so a local server reuses its computed prefix.
 SYSTEM_PROMPT = """Judge each passage (E1..) against the claim (C1..) above it, from the passage alone.
-A passage is excerpts of one page, joined by " … ".
+A passage is excerpts of one page, joined by " … "; "the same passage as E1" is E1's text again.
 supports: it states or clearly implies the claim;
 refutes: it is about the claim's subject and contradicts it;
 irrelevant: it does not address the claim, or says too little to decide.
-One line per passage. For supports or refutes, a reason (at most 15 words) before the verdict:
+Write a line for each passage that supports or refutes, a reason (at most 15 words) before the verdict:
 E1: <reason> | supports
-For irrelevant, the verdict alone:
-E2: irrelevant"""
+Leave out the irrelevant passages, and end with this line, which stands for all of them:
+Others: irrelevant"""
 
 T = TypeVar("T")
 
@@ -80,13 +83,17 @@ def build_prompt(claims: Sequence[ClaimToJudge]) -> str:
     # Imported here: numpy and BM25 are not every process's (a web server's start).
     passages_module = lazy.load("verification.pipeline.passages")
     number = 0
+    shown: dict[str, str] = {}  # a passage's text → the label it was first shown under
     for c, claim in enumerate(claims, start=1):
         origin = f" (from P{paragraphs[claim.context]})" if claim.context else ""
         passages = []
         for item in claim.items:
             number += 1
-            text = passages_module.judged_text(claim.text, item.passage, item.highlights)
-            passages.append(f"E{number}{_title(item)}\n{text[:MAX_PASSAGE_CHARS]}")
+            text = passages_module.judged_text(claim.text, item.passage, item.highlights)[:MAX_PASSAGE_CHARS]
+            # Two claims of a sentence often get the same excerpts of a page: read once.
+            body = f"the same passage as {shown[text]}" if text in shown else text
+            shown.setdefault(text, f"E{number}")
+            passages.append(f"E{number}{_title(item)}\n{body}")
         parts.append(f"C{c}{origin}: {claim.text}\n" + "\n\n".join(passages))
     return "\n\n".join(parts)
 
@@ -145,8 +152,9 @@ def parse_line(line: str) -> dict | None:
 
 
 def parse_judgements(answer: Any, labels: dict[str, str]) -> list[Judgement]:
-    """The answer → one Judgement per label (E1.. → evidence key). Items the model skipped get
-    an error; an answer that judges none of them is malformed. Plain lines as asked, or the
+    """The answer → one Judgement per label (E1.. → evidence key). Items the model left out
+    are irrelevant when the answer ends as asked ("Others: irrelevant"), else they get an
+    error; an answer that judges none of them and has no such line is malformed. Plain lines as asked, or the
     JSON some models write anyway ({"judgements": [{"evidence", "rationale", "verdict"}]})."""
     if isinstance(answer, dict) and isinstance(answer.get("judgements"), list):
         entries = answer["judgements"]
@@ -157,6 +165,7 @@ def parse_judgements(answer: Any, labels: dict[str, str]) -> list[Judgement]:
     else:
         raise MalformedAnswer("expected one line per passage (E1: reason | verdict) or a 'judgements' list")
     found: dict[str, Judgement] = {}
+    others_irrelevant = isinstance(answer, str) and any(map(_OTHERS_IRRELEVANT.match, answer.splitlines()))
     for entry in entries:
         if not isinstance(entry, dict):
             continue
@@ -165,12 +174,21 @@ def parse_judgements(answer: Any, labels: dict[str, str]) -> list[Judgement]:
         if label in labels and verdict is not None and label not in found:
             rationale = " ".join(str(entry.get("rationale") or "").split()).strip("*_<> ")
             found[label] = Judgement(key=labels[label], verdict=verdict, rationale=rationale)
-    if not found:
+    if not found and not others_irrelevant:
         raise MalformedAnswer("no usable verdict in the answer")
+    left = Judgement(key="", verdict=Verdict.IRRELEVANT, rationale="") if others_irrelevant else None
     return [
-        found.get(label) or Judgement(key=key, verdict=None, rationale="", error=NO_VERDICT)
+        found.get(label) or replace(left or Judgement(key="", verdict=None, rationale="", error=NO_VERDICT), key=key)
         for label, key in labels.items()
     ]
+
+
+# The closing line that stands for every passage the answer leaves out ("Others: irrelevant",
+# or "All other passages - irrelevant.", as models reword it).
+_OTHERS_IRRELEVANT = re.compile(
+    r"^\W*(?:all\s+)?(?:the\s+)?(?:others?|rest|remaining)(?:\s+passages?)?\W*(?:[:=-]|->|→)?\W*irrelevant\W*$",
+    re.IGNORECASE,
+)
 
 
 _VERDICT_WORDS = {

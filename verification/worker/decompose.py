@@ -8,7 +8,7 @@ from django.conf import settings
 from verification import services
 from verification.clients import providers
 from verification.clients.cache import cache_key, lookup, store
-from verification.inputs.forms import QUICK_MIN_PROBABILITY, quick_mode
+from verification.inputs.forms import QUICK_MIN_PROBABILITY, WRITE_SEARCH_QUERIES, quick_mode
 from verification.models import (
     Claim,
     Sentence,
@@ -53,7 +53,8 @@ def sentences_decompose(sentence_ids: list[int]) -> None:
         return
     llm = providers.llm_client(begun[0].verification.settings["model"], priority=begun[0].index)
     quick = quick_mode(begun[0].verification.settings)
-    system = decompose.system_prompt(quick=quick)
+    queries = begun[0].verification.settings.get(WRITE_SEARCH_QUERIES, True)  # True: runs from before it
+    system = decompose.system_prompt(quick=quick, queries=queries)
     segmented = {sentence.pk: chunks.segmented(sentence) for sentence in begun}
     keys = {
         pk: cache_key("decompose", llm.base_url, llm.model, system, decompose.build_prompt([s]))
@@ -77,7 +78,7 @@ def sentences_decompose(sentence_ids: list[int]) -> None:
 
     asked = [segmented[sentence.pk] for sentence in unknown.values()]
     try:
-        answers = decompose.decompose_chunk(llm, asked, on_sentence=answered, quick=quick)
+        answers = decompose.decompose_chunk(llm, asked, on_sentence=answered, quick=quick, queries=queries)
     except StepError as error:
         answers = {}
         _ask_in_parts([sentence.pk for sentence in unknown.values()], asked=len(asked), error=error)
