@@ -122,6 +122,31 @@ def test_waiting_requests_go_by_priority_then_arrival(shared, request):
         llm.stop()
 
 
+def test_the_calls_made_in_a_turn_keep_its_slot_so_no_other_request_comes_between_them(llm):
+    holder, other = client(llm, concurrency=1), client(llm, concurrency=1)
+    slots = llm_slots.slots_for(llm.url + "/v1", 1)
+    with holder.turn():
+        waiting = in_threads([lambda: ask(other, "other.example")])
+        wait_until(lambda: slots.waiting() == 1, 10, "the other request waiting for the slot")
+        ask(holder, "first.example")
+        ask(holder, "second.example")  # the other request is still waiting: the turn holds the slot
+        assert slots.waiting() == 1
+    waiting[0].join(30)
+
+    hosts = [r["messages"][-1]["content"].removeprefix("Host: ") for r in llm.requests]
+    assert hosts == ["first.example", "second.example", "other.example"]
+
+
+def test_a_turn_without_a_limit_holds_nothing(llm):
+    free = client(llm)
+    with free.turn():
+        threads = in_threads(lambda n=n: ask(client(llm), f"site{n}.example") for n in range(2))
+        for thread in threads:
+            thread.join(30)
+
+    assert not free.limited and len(llm.requests) == 2
+
+
 def test_a_stream_holds_its_slot_until_its_last_token():
     # decompose streams its answer: the server is busy until it has written it all.
     server = FakeLLM(first_token_s=0.05, tokens_per_s=400).start()

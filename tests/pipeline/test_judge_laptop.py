@@ -156,3 +156,23 @@ def test_two_judge_calls_begin_with_the_same_instructions_byte_for_byte():
     first, second = (call["system"] + "\n" + call["user"] for call in model.calls)
     assert first.startswith(SYSTEM_PROMPT) and second.startswith(SYSTEM_PROMPT)
     assert SYSTEM_PROMPT not in model.calls[0]["user"]
+
+
+def test_the_judge_is_told_which_passage_is_only_a_search_snippet():
+    claims = [
+        ClaimToJudge(
+            "The Eiffel Tower was completed in 1889.",
+            "",
+            (
+                EvidenceToJudge("read", "Eiffel Tower - Wiki", "The tower was completed in 1889."),
+                EvidenceToJudge("snippet", "Eiffel Tower facts", "Completed in 1889, the tower …", snippet_only=True),
+                EvidenceToJudge("untitled", "", "Completed in 1889 …", snippet_only=True),
+            ),
+        )
+    ]
+
+    prompt = build_prompt(claims)
+
+    assert "E1 (from: Eiffel Tower - Wiki)\n" in prompt
+    assert "E2 (from: Eiffel Tower facts; its search snippet only)\n" in prompt
+    assert "E3 (from: a search snippet only)\n" in prompt

@@ -112,6 +112,7 @@ class LLMClient:
         # by arrival.
         self._slots = llm_slots.slots_for(base_url, concurrency, redis_url)
         self.priority = priority
+        self._turn: object | None = None  # the slot held by `turn()`, which its calls use
         # Local servers (Ollama, llama.cpp) take any key; openai refuses an empty one.
         self._client = _openai_client(base_url, api_key or "unused", timeout)
         self.max_retries = max_retries
@@ -289,10 +290,31 @@ class LLMClient:
         )
         return retrying(self._attempt, **request)
 
+    @property
+    def limited(self) -> bool:
+        """Whether requests wait for one of a limited number of the server's slots."""
+        return self._slots is not None
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        """Holds a slot of the server's (when their number is limited) for the calls made inside,
+        retries and back-offs included: what the caller decides once its turn has come (which
+        hosts are still to be asked) still holds when it asks. Without a limit, nothing."""
+        if self._slots is None or self._turn is not None:
+            yield
+            return
+        self._turn = self._slots.take(self.priority)
+        try:
+            yield
+        finally:
+            ticket, self._turn = self._turn, None
+            self._slots.give_back(ticket)
+
     def _attempt(self, **request) -> Any:
         """One request, in a slot of the server's when their number is limited: an answer in one
-        piece gives it back when it arrives (not kept while backing off), a stream when closed."""
-        if self._slots is None:
+        piece gives it back when it arrives (not kept while backing off), a stream when closed;
+        inside `turn()`, in the slot it holds."""
+        if self._slots is None or self._turn is not None:
             return self._client.chat.completions.create(**request)
         slots, ticket = self._slots, self._slots.take(self.priority)
         try:

@@ -100,6 +100,8 @@ def build_prompt(claims: Sequence[ClaimToJudge]) -> str:
 
 def _title(item: EvidenceToJudge) -> str:
     title = item.source_title[:MAX_TITLE_CHARS]
+    if item.snippet_only:  # a few words the engine chose, cut anywhere: the judge should know
+        return f" (from: {title}; its search snippet only)" if title else " (from: a search snippet only)"
     return f" (from: {title})" if title and not item.passage.startswith(title) else ""
 
 

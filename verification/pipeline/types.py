@@ -144,6 +144,8 @@ class EvidenceToJudge:
     passage: str
     # The ranker's chosen sentences in `passage` (the rest is their context); none: all of it.
     highlights: tuple[tuple[int, int], ...] = ()
+    # The passage is the search engine's snippet of a page that could not be read.
+    snippet_only: bool = False
 
 
 @dataclass(frozen=True)

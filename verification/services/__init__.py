@@ -18,6 +18,7 @@ from verification.services.hosts import (
     host_category_claim,
     host_category_get,
     host_category_save,
+    hosts_unanswered,
     source_type_set,
 )
 from verification.services.owners import (
@@ -134,6 +135,7 @@ __all__ = [
     "host_category_answer",
     "host_category_get",
     "host_category_save",
+    "hosts_unanswered",
     "LEFT_OUT_KEY",
     "transition",
     "sentences_save",

@@ -36,6 +36,11 @@ def host_category_claim(host: str) -> tuple[HostCategory, bool]:
     return category, created
 
 
+def hosts_unanswered(hosts: list[str]) -> set[str]:
+    """Of the hosts, those whose question is in flight: asked of the LLM, not answered yet."""
+    return set(HostCategory.objects.filter(host__in=hosts, source_type="").values_list("host", flat=True))
+
+
 def host_category_answer(host: str, *, source_type: str, decided_by: str) -> list:
     """Type every waiting source of the host; returns the runs they belong to."""
     if decided_by == "llm":

@@ -45,25 +45,48 @@ def host_categorize(host: str, verification_id: str) -> None:
 
 def _ask_types(hosts: list[str], verification_id: str) -> None:
     """Asked by the first run that met the hosts, in one call; its usage counts there. Hosts
-    the model's answer left out are asked once more, one by one."""
+    the model's answer left out are asked once more, one by one.
+
+    At a server that answers a few requests at a time (LLM_CONCURRENCY), the question waits
+    behind every sentence's call; when its turn comes, the run's other searches have usually
+    queued questions of their own: it asks theirs too, in the same call (each call pays the
+    first token and the instructions), and those tasks then find their hosts answered."""
     heartbeat.hold(verification_id)  # even if cancelled: other runs wait for the answer
     model = Verification.objects.get(pk=verification_id).settings["model"]
     llm = providers.llm_client(model, priority=llm_slots.BACKGROUND)
-    titles = dict(Source.objects.filter(verification_id=verification_id, host__in=hosts).values_list("host", "title"))
-    try:
-        if len(hosts) == 1:
-            found = {hosts[0]: categorize.categorize_with_llm(llm, hosts[0], titles.get(hosts[0]) or "")}
-        else:
-            found = categorize.categorize_many_with_llm(llm, [(host, titles.get(host) or "") for host in hosts])
-    except StepError as error:
-        return _fail_categorize_hosts(hosts, verification_id, reason=str(error))
-    finally:
-        services.usage_add(verification_id, usage=llm.usage)
+    with llm.turn():
+        hosts = _unanswered(hosts, verification_id, gather=llm.limited)
+        if not hosts:
+            return
+        titles = dict(
+            Source.objects.filter(verification_id=verification_id, host__in=hosts).values_list("host", "title")
+        )
+        try:
+            if len(hosts) == 1:
+                found = {hosts[0]: categorize.categorize_with_llm(llm, hosts[0], titles.get(hosts[0]) or "")}
+            else:
+                found = categorize.categorize_many_with_llm(llm, [(host, titles.get(host) or "") for host in hosts])
+        except StepError as error:
+            return _fail_categorize_hosts(hosts, verification_id, reason=str(error))
+        finally:
+            services.usage_add(verification_id, usage=llm.usage)
     for host, source_type in found.items():
         joins.after_hosts_typed(services.host_category_answer(host, source_type=source_type.value, decided_by="llm"))
     left_out = [host for host in hosts if host not in found]
     for host in left_out:
         base.send("hosts_categorize", [host], verification_id)
+
+
+def _unanswered(hosts: list[str], verification_id: str, *, gather: bool) -> list[str]:
+    """The hosts still without an answer (a task that gathered them may have asked them
+    meanwhile) and, with `gather`, the run's other hosts whose question is in flight, up to a
+    call's worth."""
+    candidates = list(hosts)
+    if gather:
+        untyped = Source.objects.filter(verification_id=verification_id, source_type="").values_list("host", flat=True)
+        candidates += sorted(set(untyped) - set(hosts))
+    waiting = services.hosts_unanswered(candidates)
+    return [host for host in candidates if host in waiting][: max(len(hosts), categorize.HOSTS_PER_CALL)]
 
 
 def type_sources(sources: Iterable[Source], *, ask_again: bool = False) -> None:

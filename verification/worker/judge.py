@@ -64,8 +64,18 @@ def judge_items(verification: Verification, items: list[Evidence]) -> None:
     # With one slot at a local server, a run's first sentences are judged first.
     priority = min(e.claim.sentence.index for e in items)
     llm = providers.llm_client(verification.settings["model"], priority=priority)
+    # A snippet is shown to the judge as one (pipeline/judge.py): its verdict is not a page's.
     keys = {
-        e.pk: cache_key("judge", llm.base_url, llm.model, judge.SYSTEM_PROMPT, e.claim.text, e.passage) for e in items
+        e.pk: cache_key(
+            "judge",
+            llm.base_url,
+            llm.model,
+            judge.SYSTEM_PROMPT,
+            e.claim.text,
+            e.passage,
+            *(["snippet"] * e.snippet_only),
+        )
+        for e in items
     }
     known = {e.pk: lookup(keys[e.pk]) for e in items}
     services.judgements_save(replace(j, key=str(pk)) for pk, j in known.items() if j is not None)
@@ -86,6 +96,7 @@ def judge_items(verification: Verification, items: list[Evidence]) -> None:
                     source_title=e.source.title,
                     passage=e.passage,
                     highlights=tuple(tuple(h) for h in e.highlights),
+                    snippet_only=e.snippet_only,
                 )
                 for e in group
             ),
