@@ -28,6 +28,7 @@ import contextlib
 import importlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -195,6 +196,7 @@ def main() -> None:
     cpu.stop()
     with contextlib.suppress(Exception):
         resource_tracker._resource_tracker._stop()
+    shutil.rmtree(workdir, ignore_errors=True)  # its SQLite database
     os._exit(0)  # the embedded worker's threads
 
 

@@ -15,6 +15,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -131,6 +132,7 @@ def main() -> None:
     # own, orphaned, moments after this process.
     with contextlib.suppress(Exception):
         resource_tracker._resource_tracker._stop()
+    shutil.rmtree(workdir, ignore_errors=True)  # its SQLite database
     os._exit(0)  # the embedded worker's threads
 
 
