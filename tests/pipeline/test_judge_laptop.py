@@ -1,6 +1,8 @@
 """What the judge writes and reads, kept small for a local model: a reason only for a passage
 that supports or refutes, and no context the ranker scored unrelated to the claim."""
 
+import pytest
+
 from tests.fakes import FakeLLM
 from tests.pipeline.fake_model import FakeModel
 from verification.clients.llm import LLMClient
@@ -15,9 +17,15 @@ def highlighted(passage: str, *sentences: str) -> tuple[tuple[int, int], ...]:
     return tuple((passage.index(s), passage.index(s) + len(s)) for s in sentences)
 
 
-def test_it_parses_irrelevant_lines_without_a_reason():
-    answer = "E1: States the year. | supports\nE2: irrelevant\nE3: Says 1887, not 1889. | refutes"
-
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "E1: States the year. | supports\nE2: irrelevant\nE3: Says 1887, not 1889. | refutes",
+        # the irrelevant passage left out, as the prompt asks, and the line that stands for it
+        "E1: States the year. | supports\nE3: Says 1887, not 1889. | refutes\nOthers: irrelevant",
+    ],
+)
+def test_an_irrelevant_passage_has_no_reason_whether_listed_or_left_out(answer):
     assert parse_judgements(answer, LABELS) == [
         Judgement("ev-1", Verdict.SUPPORTED, "States the year."),
         Judgement("ev-2", Verdict.IRRELEVANT, ""),
@@ -32,16 +40,6 @@ def test_it_parses_a_bare_verdict_written_with_markdown_or_a_period():
         (Verdict.IRRELEVANT, ""),
         (Verdict.IRRELEVANT, ""),
         (Verdict.IRRELEVANT, "Off topic."),
-    ]
-
-
-def test_passages_an_answer_leaves_out_are_irrelevant_when_it_ends_with_the_line_that_says_so():
-    answer = "E1: States the year. | supports\nOthers: irrelevant"
-
-    assert parse_judgements(answer, LABELS) == [
-        Judgement("ev-1", Verdict.SUPPORTED, "States the year."),
-        Judgement("ev-2", Verdict.IRRELEVANT, ""),
-        Judgement("ev-3", Verdict.IRRELEVANT, ""),
     ]
 
 
