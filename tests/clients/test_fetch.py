@@ -10,11 +10,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.fakes import FakePage, FakeSite
+from tests.fakes import CHALLENGE_PAGE, FakePage, FakeSite
 from tests.pdfs import make_pdf
 from verification.clients import fetch
 from verification.clients.fetch import PageFetcher, is_public_address
 from verification.pipeline.domains import BLOCKED, DomainRules
+from verification.pipeline.refusals import CHALLENGE_ERROR, ERROR_PAGE_BYTES
 from verification.pipeline.types import StepError
 
 ARTICLE = FakePage("Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris.")
@@ -306,6 +307,61 @@ def test_an_error_status_says_whether_a_retry_may_change_it(serve, status, trans
         fetcher().fetch(url + "/page")
 
     assert str(error.value) == f"the page answered HTTP {status}" and error.value.transient is transient
+
+
+@pytest.mark.parametrize(("status", "transient"), [(503, True), (429, True), (403, False)])
+def test_a_bot_challenge_sent_with_an_error_status_says_so(serve, status, transient):
+    """Cloudflare, DDoS-Guard and Sucuri answer a scraper 503 with a challenge: a refusal, with its
+    status, and a retry is let through as the status says (a challenge passes with time)."""
+    url = serve(lambda handler: send(handler, status, CHALLENGE_PAGE, "text/html; charset=UTF-8"))
+
+    with pytest.raises(StepError) as error:
+        fetcher().fetch(url + "/page")
+
+    assert str(error.value) == f"{CHALLENGE_ERROR} (HTTP {status})" and error.value.transient is transient
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (
+            b"<html><head><title>503 Service Unavailable</title></head><body><h1>Service Unavailable</h1>",
+            "text/html",
+        ),
+        (CHALLENGE_PAGE, "application/json"),  # not a web page: no challenge is looked for in it
+        # A challenge only past the start the fetcher keeps of an error page is never seen.
+        (b"<!--" + b"x" * ERROR_PAGE_BYTES + b"-->" + CHALLENGE_PAGE, "text/html"),
+    ],
+)
+def test_any_other_error_page_is_the_servers_failure(serve, body, content_type):
+    url = serve(lambda handler: send(handler, 503, body, content_type))
+
+    with pytest.raises(StepError) as error:
+        fetcher().fetch(url + "/page")
+
+    assert str(error.value) == "the page answered HTTP 503" and error.value.transient is True
+
+
+def test_an_error_page_that_stalls_is_still_its_status(serve):
+    """Only the start of an error page is waited for, and not past the timeout: the status stays
+    the failure, not the slowness of a body nobody reads."""
+
+    def respond(handler):
+        handler.send_response(503)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Content-Length", "100000")
+        handler.end_headers()
+        handler.wfile.write(b"<html><head><title>Service Unavailable</title>")
+        handler.wfile.flush()
+        time.sleep(2)
+
+    url = serve(respond)
+    began = time.monotonic()
+
+    with pytest.raises(StepError) as error:
+        fetcher(timeout=0.3).fetch(url + "/stalls")
+
+    assert str(error.value) == "the page answered HTTP 503" and time.monotonic() - began < 1.5
 
 
 def test_refusals_are_permanent_and_a_server_that_cannot_be_reached_is_transient(sites, serve):

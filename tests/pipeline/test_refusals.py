@@ -9,6 +9,7 @@ from verification.pipeline.refusals import (
     CHALLENGE_ERROR,
     JAVASCRIPT_SHELL,
     SHELL_ERROR,
+    error_page_failure,
     snippet_passage,
     stand_in_error,
     stand_in_reason,
@@ -159,6 +160,8 @@ def test_the_extractor_reads_words_from_a_shell_that_are_not_the_page():
         (SHELL_ERROR, JAVASCRIPT_SHELL),
         (stand_in_error(BOT_CHALLENGE), BOT_CHALLENGE),
         (stand_in_error(JAVASCRIPT_SHELL), JAVASCRIPT_SHELL),
+        (f"{CHALLENGE_ERROR} (HTTP 503)", "a bot challenge (HTTP 503)"),
+        (f"{CHALLENGE_ERROR} (HTTP 403)", "a bot challenge (HTTP 403)"),
     ],
 )
 def test_a_refusal_is_one_a_snippet_stands_in_for(error, reason):
@@ -183,3 +186,75 @@ def test_other_failures_are_not(error):
 def test_the_snippet_is_judged_or_the_title_when_there_is_none():
     assert snippet_passage("Eiffel Tower", "  The tower is\n330 m tall. ") == "The tower is 330 m tall."
     assert snippet_passage(" Eiffel  Tower ", "") == "Eiffel Tower"
+
+
+# --- a challenge sent with an error status (503 most often: Cloudflare, DDoS-Guard, Sucuri)
+
+# DDoS-Guard's check, as it answers 503 (its scripts under /.well-known/ddos-guard/).
+DDOS_GUARD_CHALLENGE = """<!doctype html><html><head><title>DDoS-Guard</title><meta charset="utf-8">
+<link rel="stylesheet" href="/.well-known/ddos-guard/ddg-captcha-page/index.css">
+<script defer src="/.well-known/ddos-guard/js-challenge/index.js"></script></head><body><div class="container">
+<h1 id="title">Checking your browser before accessing example-news.com</h1>
+<p id="description">This process is automatic. Your browser will redirect to your requested content shortly.</p>
+</div></body></html>"""
+
+# Sucuri's firewall check: a script that sets a cookie and reloads, nothing to read.
+SUCURI_CHALLENGE = """<html><head><title>You are being redirected...</title>
+<noscript>Javascript is required. Please enable javascript before you are allowed to see this page.</noscript>
+<script>var s={},u,c,U,r,i,l=0,a,e=eval,w=String.fromCharCode,sucuri_cloudproxy_js='',S='cz0iMSIuc3Vic3RyKDAsMSk=';
+L=S.length;U=0;r='';var A='ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';</script>
+</head><body></body></html>"""
+
+# What servers send with a 503 of their own: nginx's page, Apache's, and Cloudflare's page for an
+# origin that is down (Cloudflare's name and a ray id, no challenge).
+NGINX_503 = """<html><head><title>503 Service Temporarily Unavailable</title></head><body>
+<center><h1>503 Service Temporarily Unavailable</h1></center><hr><center>nginx</center></body></html>"""
+APACHE_503 = """<!DOCTYPE HTML PUBLIC "-//IETF//DTD HTML 2.0//EN"><html><head><title>503 Service Unavailable</title>
+</head><body><h1>Service Unavailable</h1><p>The server is temporarily unable to service your request due to
+maintenance downtime or capacity problems. Please try again later.</p></body></html>"""
+CLOUDFLARE_ORIGIN_DOWN = """<!DOCTYPE html><html lang="en-US"><head><title>example-news.com | 503: Service
+temporarily unavailable</title><link rel="stylesheet" href="/cdn-cgi/styles/main.css"></head><body>
+<div id="cf-wrapper"><div id="cf-error-details"><h1>Service temporarily unavailable</h1><span>Error code 503</span>
+<p>The web server reported a temporary error. Please try again in a few minutes.</p>
+<p>Cloudflare Ray ID: 8b2a41c0fd1e7a3c</p><p>Performance &amp; security by Cloudflare</p></div></div>
+<script>(function(){var a=document.createElement('script');a.src='/cdn-cgi/challenge-platform/scripts/jsd/main.js';
+document.head.appendChild(a)})();</script></body></html>"""
+
+
+@pytest.mark.parametrize(
+    ("status", "html"),
+    [
+        pytest.param(503, CLOUDFLARE_CHALLENGE, id="cloudflare-managed-challenge-503"),
+        pytest.param(503, CLOUDFLARE_BROWSER_CHECK, id="cloudflare-browser-check-503"),
+        pytest.param(503, DDOS_GUARD_CHALLENGE, id="ddos-guard-503"),
+        pytest.param(503, SUCURI_CHALLENGE, id="sucuri-503"),
+        pytest.param(403, DATADOME_CAPTCHA, id="datadome-403"),
+        pytest.param(429, CLOUDFLARE_CHALLENGE, id="cloudflare-429"),
+    ],
+)
+def test_a_challenge_sent_with_an_error_status_is_a_refusal(status, html):
+    failure = error_page_failure(status, html)
+
+    assert failure == f"{CHALLENGE_ERROR} (HTTP {status})"
+    assert unread_reason(failure) == f"a bot challenge (HTTP {status})"
+
+
+def test_a_challenge_cut_to_the_start_the_fetcher_keeps_is_still_one():
+    assert error_page_failure(503, CLOUDFLARE_CHALLENGE[:600]) == f"{CHALLENGE_ERROR} (HTTP 503)"
+
+
+@pytest.mark.parametrize(
+    ("status", "html"),
+    [
+        pytest.param(503, NGINX_503, id="nginx-503"),
+        pytest.param(503, APACHE_503, id="apache-503"),
+        pytest.param(503, CLOUDFLARE_ORIGIN_DOWN, id="cloudflare-origin-down-503"),
+        pytest.param(503, "<h1>Service unavailable</h1>", id="bare-503"),
+        pytest.param(503, "", id="empty-503"),
+        pytest.param(404, LOADING_SHELL, id="javascript-app-404"),
+    ],
+)
+def test_a_servers_own_error_page_is_not_a_refusal(status, html):
+    """A plain 503 stays the server's failure, one a retry may change, with no snippet for it."""
+    assert error_page_failure(status, html) is None
+    assert unread_reason(f"the page answered HTTP {status}") is None

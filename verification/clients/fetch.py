@@ -17,6 +17,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError, ReadTimeoutError
 from urllib3.util.connection import allowed_gai_family, create_connection
 
+from verification.pipeline import refusals
 from verification.pipeline.types import FetchedDocument, RefusedAddress, StepError
 from verification.pipeline.urls import UnsafeAddress, parse_web_address
 
@@ -163,10 +164,19 @@ class PageFetcher:
             raise StepError(f"the page could not be fetched ({type(error).__name__})") from error
 
     def _read(self, url: str, response: requests.Response) -> FetchedDocument:
+        content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if response.status_code >= 400:
             status = response.status_code
-            raise StepError(f"the page answered HTTP {status}", transient=status in TRANSIENT_STATUSES or status >= 500)
-        content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            # A bot challenge sent with an error status is a refusal, not the server's failure (a
+            # snippet stands in for it); a retry may still be let through, as the status says.
+            refused = None
+            if content_type in ("", *refusals.HTML_TYPES):
+                start = self._error_start(response)
+                refused = refusals.error_page_failure(status, start.decode("utf-8", errors="replace"))
+            raise StepError(
+                refused or f"the page answered HTTP {status}",
+                transient=status in TRANSIENT_STATUSES or status >= 500,
+            )
         charset = requests.utils.get_encoding_from_headers(response.headers)
         if charset == "ISO-8859-1" and "charset" not in response.headers.get("Content-Type", "").lower():
             charset = None  # requests' default for text/*, not something the server said
@@ -183,6 +193,21 @@ class PageFetcher:
         else:
             self._read_start(body, chunks)
         return FetchedDocument(url, response.url, content_type or "text/html", charset, bytes(body))
+
+    def _error_start(self, response: requests.Response) -> bytes:
+        """The first ERROR_PAGE_BYTES of an error response's body, to look for a challenge in: less
+        when it ends, breaks off or comes slowly (the status is the failure either way). Its
+        markers and the words that matter are ASCII: no need to know its encoding."""
+        start = bytearray()
+        deadline = time.monotonic() + self.timeout
+        try:
+            for chunk in response.iter_content(16 * 1024):
+                start += chunk
+                if len(start) >= refusals.ERROR_PAGE_BYTES or time.monotonic() > deadline:
+                    break
+        except requests.RequestException:
+            pass
+        return bytes(start[: refusals.ERROR_PAGE_BYTES])
 
     def _read_start(self, body: bytearray, chunks: Iterator[bytes]) -> None:
         """Over the cap, keep the start: the main text of a page comes early."""

@@ -9,8 +9,10 @@ rather than dropped.
 
 `stand_in_reason` tells a challenge or a shell from a real page, however short: only what a
 browser shows before any script runs counts as the page's text, and a page with words of its own
-is a page. `unread_reason` reads a failed page's reason (the fetcher's, the extractor's or this
-module's words) as the short reason a snippet is shown with."""
+is a page. A challenge is often sent with an error status (Cloudflare's, DDoS-Guard's and Sucuri's
+with 503, others with 403 or 429): `error_page_failure` tells it, from the start of the response,
+from the server's own error page. `unread_reason` reads a failed page's reason (the fetcher's, the
+extractor's or this module's words) as the short reason a snippet is shown with."""
 
 import re
 
@@ -25,6 +27,9 @@ JAVASCRIPT_SHELL = "a page that needs JavaScript"
 # The reasons a fetched page fails with (Source.error) when it is a stand-in.
 CHALLENGE_ERROR = "the server sent a bot challenge instead of the page"
 SHELL_ERROR = "the page is an empty shell until JavaScript runs"
+# How much of an error response's body the fetcher keeps to look for a challenge in (never more,
+# and never stored or shown): a challenge is small, and its markers and words come first.
+ERROR_PAGE_BYTES = 64 * 1024
 
 # Pages whose main text is at least this long are not checked: a challenge or a shell reads as a
 # few lines at most, and parsing every article a second time would cost CPU for nothing.
@@ -41,7 +46,8 @@ _VENDOR_MARKERS = re.compile(
     r"cf_chl_opt|cf-browser-verification|cf-challenge-running|/cdn-cgi/challenge-platform/h/[a-z]/orchestrate"
     r"|<title>\s*just a moment(?:\.\.\.|…)\s*</title>|<title>\s*attention required! \| cloudflare"
     r"|captcha-delivery\.com|id=[\"']px-captcha|_incapsula_resource|incapsula incident id"
-    r"|token\.awswaf\.com|awswafintegration|/_sec/cp_challenge/",
+    r"|token\.awswaf\.com|awswafintegration|/_sec/cp_challenge/"
+    r"|/\.well-known/ddos-guard/(?:js-challenge|ddg-captcha-page)/|sucuri_cloudproxy_js",
     re.IGNORECASE,
 )
 # What a challenge says to the reader, whichever vendor sent it.
@@ -85,6 +91,17 @@ def stand_in_error(reason: str) -> str:
     return CHALLENGE_ERROR if reason == BOT_CHALLENGE else SHELL_ERROR
 
 
+def error_page_failure(status: int, html: str) -> str | None:
+    """The failure an HTTP error response (4xx, 5xx) is recorded with when what it carries is a
+    bot challenge: CHALLENGE_ERROR with its status (unread_reason reads it back as "a bot
+    challenge (HTTP 503)"). None for any other error page, a plain "503 Service Unavailable"
+    included: that is the server's failure, not a refusal. `html`: the start of the body
+    (ERROR_PAGE_BYTES at most). An error page that only needs JavaScript is still an error page."""
+    if stand_in_reason(html) != BOT_CHALLENGE:
+        return None
+    return f"{CHALLENGE_ERROR} (HTTP {status})"
+
+
 def _parse(html: str):
     try:
         return lxml.html.document_fromstring(html)
@@ -106,17 +123,20 @@ def _visible_text(tree) -> str:
 # (extract.py, pdf.py) and this module word them; anything else (a server error, a refused
 # address, not a web page) is no reason to believe the search engine read the page either.
 _UNREAD_REASONS = (
+    # Before the statuses: a challenge sent with 403 is a challenge, and with 503 a refusal too.
+    (re.compile(re.escape(CHALLENGE_ERROR) + r" \(HTTP (\d{3})\)"), rf"{BOT_CHALLENGE} (HTTP \1)"),
+    (re.compile(re.escape(CHALLENGE_ERROR)), BOT_CHALLENGE),
     (re.compile(r"\bHTTP (401|403|429|451)\b"), r"HTTP \1"),
     (re.compile(r"did not answer within|too slow to download"), "timed out"),
     (re.compile(r"^the page is empty$|has no readable text|^the PDF has no text"), "no text"),
-    (re.compile(re.escape(CHALLENGE_ERROR)), BOT_CHALLENGE),
     (re.compile(re.escape(SHELL_ERROR)), JAVASCRIPT_SHELL),
 )
 
 
 def unread_reason(error: str) -> str | None:
-    """The short reason a page was not read ("HTTP 403", "a bot challenge", "timed out", "no
-    text"), when its failure is one its search snippet may stand in for; None otherwise."""
+    """The short reason a page was not read ("HTTP 403", "a bot challenge", "a bot challenge
+    (HTTP 503)", "timed out", "no text"), when its failure is one its search snippet may stand in
+    for; None otherwise."""
     for pattern, reason in _UNREAD_REASONS:
         found = pattern.search(error)
         if found:
