@@ -3,12 +3,16 @@ sites over real HTTP on 127.0.0.1 → result JSON."""
 
 import csv
 import io
+import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
+import lxml.html
 import pytest
 
-from tests.fakes import FakePage, FakeSite
+from tests.fakes import FakePage, FakeSite, LoopbackServer, _SiteHandler
 from tests.pipeline.test_refusals import CLOUDFLARE_CHALLENGE
 from verification.clients import providers
 from verification.models import SearchResult, Verification
@@ -240,10 +244,13 @@ def test_a_retry_requeues_only_the_failures_another_try_may_change(client, world
     assert blog.hits["/blocked"] == blog_hits  # the 403 page was not asked again
     assert sum(wiki.hits.values()) == wiki_hits + transient_pages
     fetch = next(p for p in retried["problems"] if p["step"] == "fetch")
-    assert fetch["reasons"] == [{"reason": refused, "count": 1, "transient": False}]
+    assert fetch["reasons"] == [{"reason": refused, "count": 1, "transient": False, "read_from_snippet": True}]
+    assert (fetch["count"], fetch["read_from_snippet"]) == (0, 1)
     assert retried["retryable"] == 0
     page = client.get(f"/v/{verification_id}").content.decode()
-    assert "Retry failed parts" not in page and "No retry is offered" in page
+    assert "Retry failed parts" not in page and "No retry is offered" not in page
+    # The 403 page read from its snippet is no failure: told in a plain notice, not the red banner.
+    assert "Parts of this verification failed" not in page and "Nothing failed: 1 page could not be read" in page
     refused = client.post(f"/api/verifications/{verification_id}/retry", content_type="application/json")
     assert refused.status_code == 409 and "would fail the same way" in refused.json()["detail"]
 
@@ -586,6 +593,60 @@ def test_quick_mode_against_a_server_without_logprobs_searches_every_claim_and_s
     assert "gave no token probabilities (logprobs)" in page
 
 
+# The model is sure of every claim of TEXT: none is searched.
+KNOWS_ALL = {"Paris": ("true", 0.999), "1889": ("true", 0.999), "steel": ("false", 0.999)}
+FROM_MODEL = "from the model's own knowledge, not checked against any source"
+
+
+def test_a_quick_run_the_model_answered_wholly_ends_done_and_says_why_it_has_no_score(client, world, celery_worker):
+    world.llm.knows = KNOWS_ALL
+    verification_id = run(client, retrieval_mode="sparse", quick=True)
+    result = wait_for(client, verification_id)
+
+    assert (result["status"], result["error"], result["problems"]) == ("done", "", [])
+    claims = claims_of(result).values()
+    assert len(claims) == 3 and all(c["from_model_knowledge"] and c["status"] == "done" for c in claims)
+    assert all(c["note"].startswith(FROM_MODEL) and c["evidence"] == [] for c in claims)
+    assert not world.serper.queries and result["usage"]["searches"] == 0
+    assert (result["score"], result["total"], result["counts"]["excluded"]) == (None, 0, 3)
+    assert all(s["note"].startswith(FROM_MODEL) for s in result["sentences"] if s["claims"])
+
+    doc = lxml.html.document_fromstring(client.get(f"/v/{verification_id}").content.decode())
+    assert not doc.cssselect("#problems, #no-claims") and doc.get_element_by_id("overall-score").text_content() == "—"
+    note = " ".join(doc.get_element_by_id("no-score-note").text_content().split())
+    assert note == (
+        f"No score: every claim was answered {FROM_MODEL}, and such answers are left out of the score. "
+        "Tick “Count the 3 claims answered from the model's own knowledge” to count them in."
+    )
+    assert doc.get_element_by_id("include-model-knowledge").get("checked") is None
+    assert doc.get_element_by_id("run-ended-message").text_content().startswith("Verification finished")
+    sentence = " ".join(doc.get_element_by_id("note-0").text_content().split())
+    assert FROM_MODEL in sentence and "evidence item" not in sentence
+
+    ticked = lxml.html.document_fromstring(client.get(f"/v/{verification_id}?model_knowledge=1").content.decode())
+    assert ticked.get_element_by_id("overall-score").get("data-score") == str(2 / 3)
+    assert not ticked.cssselect("#no-score-note")
+
+
+def test_a_quick_run_whose_only_answers_are_the_models_is_not_failed_for_want_of_evidence(
+    client, world, celery_worker, settings
+):
+    """A sentence fails (its decomposition), and the model knew every claim of the others: the run
+    has answers, so it is done with the failure told, not failed as "no evidence could be judged"."""
+    settings.DECOMPOSE_CHUNK_SENTENCES = 1  # a call per sentence: the failure stays apart
+    world.llm.knows = {"Paris": ("true", 0.999), "1889": ("true", 0.999)}
+    world.llm.fail_words = {"steel": 500}
+    result = wait_for(client, run(client, retrieval_mode="sparse", quick=True))
+
+    assert result["status"] == "done", result["error"]
+    assert [p["step"] for p in result["problems"]] == ["decompose"]
+    claims = claims_of(result).values()
+    assert len(claims) == 2 and all(c["from_model_knowledge"] and c["note"].startswith(FROM_MODEL) for c in claims)
+    assert result["score"] is None and not world.serper.queries
+    page = client.get(f"/v/{result['id']}").content.decode()
+    assert "Parts of this verification failed (1 item)" in page and 'id="no-score-note"' in page
+
+
 def test_a_snippet_gives_way_to_its_page_once_a_retry_reads_it(client, world, celery_worker):
     """HTTP 429 says "not now": the snippet stands in, and a retry that reads the page judges the
     page's own passage instead of keeping both."""
@@ -629,3 +690,67 @@ def test_a_bot_challenge_answered_with_200_is_not_read_as_the_page(client, world
     assert not any("Just a moment" in e["passage"] or "JavaScript" in e["passage"] for e in all_evidence(result))
     source = next(s for s in result["sources"] if s["url"].endswith("/guarded"))
     assert source["status"] == "failed" and source["error"] == "the server sent a bot challenge instead of the page"
+
+
+class _OwnBodyHandler(_SiteHandler):
+    def do_GET(self) -> None:
+        site: FakeSite = self.owner
+        page = site.pages.get(urlsplit(self.path).path)
+        if page is None or page.status == 200:
+            return super().do_GET()
+        with site.lock:
+            site.hits[self.path] += 1
+        self._send(page.status, page.html(), page.content_type)
+
+
+class OwnBodySite(FakeSite):
+    """A FakeSite that sends each page's own HTML with its status, an error status too (FakeSite
+    sends a stock body with one): a bot challenge answered with 503."""
+
+    def __post_init__(self) -> None:
+        LoopbackServer.__init__(self, _OwnBodyHandler)
+        self.hits: Counter[str] = Counter()
+        self.lock = threading.Lock()
+
+
+def test_a_bot_challenge_answered_with_503_is_judged_from_its_snippet_and_may_be_retried(client, world, celery_worker):
+    """Cloudflare answers a scraper 503 "Just a moment...": a refusal, not a server failure, so the
+    snippet is judged in its place, with the reason; a challenge passes with time, so a retry
+    fetches the page again, and the page read replaces the snippet."""
+    title, words = (
+        "Eiffel Tower facts | Guarded News",
+        "Records show the Eiffel Tower was completed in 1889 after two years.",
+    )
+    guarded = OwnBodySite(pages={"/guarded": ChallengePage(title, words, status=503)}).start()
+    world.serper.sites.append(guarded)  # the world's own list: stopped with its sites
+    verification_id = run(client, retrieval_mode="sparse")
+    result = wait_for(client, verification_id)
+
+    assert result["status"] == "done", result["error"]
+    stood_in = [e for e in all_evidence(result) if e["url"].endswith("/guarded")]
+    assert stood_in and all(e["snippet_only"] and e["unread_reason"] == "a bot challenge (HTTP 503)" for e in stood_in)
+    completed = next(
+        e
+        for s in result["sentences"]
+        for c in s["claims"]
+        for e in c["evidence"]
+        if e in stood_in and "1889" in c["text"]
+    )
+    assert completed["passage"] == words and completed["title"] == title and completed["verdict"] in JUDGED
+    assert not any("Just a moment" in e["passage"] for e in all_evidence(result))
+    source = next(s for s in result["sources"] if s["url"].endswith("/guarded"))
+    error = "the server sent a bot challenge instead of the page (HTTP 503)"
+    assert source["status"] == "failed" and source["error"] == error
+    fetch = next(p for p in result["problems"] if p["step"] == "fetch")
+    reasons = {r["reason"]: r["transient"] for r in fetch["reasons"]}
+    assert reasons[f"{error}; judged from its search snippet instead"] is True  # a retry may pass it
+    assert result["retryable"] > 0 and guarded.hits["/guarded"] == 1
+
+    guarded.pages["/guarded"] = FakePage(title, words)  # the challenge is passed now
+    response = client.post(f"/api/verifications/{verification_id}/retry", content_type="application/json")
+    assert response.status_code == 202, response.content
+    retried = wait_for(client, verification_id)
+
+    assert guarded.hits["/guarded"] == 2
+    read = [e for e in all_evidence(retried) if e["url"].endswith("/guarded")]
+    assert len(read) == len(stood_in) and not any(e["snippet_only"] or e["unread_reason"] for e in read)

@@ -9,7 +9,9 @@ import pytest
 
 from tests.test_reports import csv_rows, download
 from tests.test_views import add_claim, add_evidence, get, make_run, one, parse, permalink, query_of
-from verification.models import Evidence, Source, Status
+from verification.management.summaries import summary
+from verification.models import Evidence, Source, Status, Verification
+from verification.selectors import verification_result
 from verification.selectors.viewstate import ViewState
 
 pytestmark = pytest.mark.django_db
@@ -159,3 +161,72 @@ def test_a_page_whose_snippet_was_judged_is_not_told_as_lost(client, snippeted):
         "refused: a bot challenge; judged from its search snippet instead",
         "the page answered HTTP 503",
     }
+
+
+def test_a_page_read_from_its_snippet_is_not_a_failure_on_the_page(client, snippeted):
+    """Both pages that refused were judged from their snippets: nothing failed, so no red banner
+    and no "Parts of this verification failed (2 items)"; the pages are still listed, said to be
+    read from their snippets, and the run ends saying everything found was judged."""
+    doc = parse(get(client, permalink(snippeted.run)))
+
+    notice = one(doc, "#problems")
+    words = " ".join(notice.text_content().split())
+    assert "notice-error" not in notice.classes and notice.get("role") == "status"
+    assert "Parts of this verification failed" not in words and "item" not in words
+    assert words.startswith("Nothing failed: 2 pages could not be read, and their search snippets were judged")
+    fetch = one(notice, "li[data-step=fetch]")
+    assert " ".join(fetch.text_content().split()).startswith("Reading pages: 2 read from their snippets ")
+    assert {li.text_content() for li in fetch.cssselect("li.read-from-snippet")} == {
+        "refused: HTTP 403; judged from its search snippet instead",
+        "refused: a bot challenge; judged from its search snippet instead",
+    }
+    assert not notice.cssselect("li.lasting, #retry-scope")
+    assert one(doc, "#run-ended-message").text_content() == (
+        "Verification finished: all the evidence found has been judged."
+    )
+
+
+def test_a_page_read_from_its_snippet_is_not_counted_among_the_failures(client, snippeted):
+    lost = add_evidence(add_claim(snippeted.run, 0, "The Eiffel Tower is in France."), "news", "supported")
+    Source.objects.filter(pk=lost.source_id).update(status=Status.FAILED, error="the page answered HTTP 503")
+    lost.delete()
+
+    banner = one(parse(get(client, permalink(snippeted.run))), "#problems")
+
+    assert "notice-error" in banner.classes and banner.get("role") == "alert"
+    words = " ".join(banner.text_content().split())
+    assert words.startswith("Parts of this verification failed (1 item);")
+    assert " ".join(one(banner, "li[data-step=fetch]").text_content().split()).startswith(
+        "Reading pages: 1 failed, 2 read from their snippets "
+    )
+    assert "refused: HTTP 403; judged from its search snippet instead" in words
+    assert "the page answered HTTP 503" in words
+
+
+def test_the_json_counts_a_page_read_from_its_snippet_apart_from_the_failures(client, snippeted):
+    lost = add_evidence(add_claim(snippeted.run, 0, "The Eiffel Tower is in France."), "news", "supported")
+    Source.objects.filter(pk=lost.source_id).update(status=Status.FAILED, error="the page answered HTTP 503")
+    lost.delete()
+
+    data = get(client, f"/api/verifications/{snippeted.run.pk}").json()
+
+    fetch = next(p for p in data["problems"] if p["step"] == "fetch")
+    assert (fetch["count"], fetch["read_from_snippet"]) == (1, 2)
+    assert {(r["reason"], r["count"], r["read_from_snippet"]) for r in fetch["reasons"]} == {
+        ("refused: HTTP 403; judged from its search snippet instead", 1, True),
+        ("refused: a bot challenge; judged from its search snippet instead", 1, True),
+        ("the page answered HTTP 503", 1, False),
+    }
+    pages = data["progress"]["pages"]
+    assert (pages["failed"], pages["read_from_snippet"]) == (1, 2)
+    assert pages["total"] == pages["fetched"] + pages["failed"] + pages["read_from_snippet"]
+
+
+def test_the_terminal_summary_says_a_page_was_read_from_its_snippet(snippeted):
+    Verification.objects.filter(pk=snippeted.run.pk).update(finished_at=snippeted.run.created_at)
+    run = Verification.objects.get(pk=snippeted.run.pk)
+
+    lines = summary(verification_result(run), run).splitlines()
+
+    assert not any("failed" in line for line in lines[:4]), lines[:4]
+    assert "Reading pages: 2 read from their snippets (refused: HTTP 403; judged from its search snippet" in lines[2]

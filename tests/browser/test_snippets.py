@@ -27,6 +27,11 @@ def test_a_refused_pages_snippet_is_marked_and_one_tick_leaves_snippets_out(page
     assert snippet.verdict == SUPPORTED and any(r.kind == "" for r in records)
     everything = compute_scores(records)
     assert_page_shows(page, everything)
+    # The refused page was read from its snippet: no failure, so no red "Parts of this verification failed".
+    notice = page.locator("#problems")
+    expect(notice).to_have_attribute("role", "status")
+    expect(notice).not_to_have_class(re.compile(r"\bnotice-error\b"))
+    expect(notice).to_contain_text("Nothing failed: 1 page could not be read, and its search snippet was judged")
 
     page.click(f"#sentence-{snippet.sentence_index}")
     item = page.locator(f"#evidence-{snippet.id}")

@@ -120,12 +120,20 @@ class ProblemReason(Schema):
         description="whether a retry may end it otherwise (a timeout, HTTP 429 or 5xx, a connection error); "
         "false for failures a retry would meet again (HTTP 403 or 404, not a web page, an unreadable PDF …)",
     )
+    read_from_snippet: bool = Field(
+        False,
+        description="pages that could not be read but whose search snippet was judged in their place: listed "
+        "with the failures, yet no failed item (not in the step's count)",
+    )
 
 
 class Problem(Schema):
     step: Literal[tuple(PROBLEM_STEPS)]
     label: str
-    count: Count
+    count: Count = Field(description="failed items; a page read from its snippet is not one")
+    read_from_snippet: Count = Field(
+        0, description="pages that could not be read whose search snippet was judged in their place"
+    )
     reasons: list[ProblemReason]
 
 
@@ -142,7 +150,10 @@ class ClaimProgress(Schema):
 class PageProgress(Schema):
     total: Count
     fetched: Count
-    failed: Count
+    failed: Count = Field(description="pages that could not be read and had no search snippet judged instead")
+    read_from_snippet: Count = Field(
+        0, description="pages that could not be read whose search snippet was judged in their place (not failed)"
+    )
 
 
 class JudgementProgress(Schema):

@@ -37,10 +37,17 @@ def verification_progress(verification: Verification) -> dict:
         total=Count("id"),
         searched=Count("id", filter=~Q(status__in=[ClaimStatus.PENDING, ClaimStatus.SEARCHING])),
     )
-    pages = Source.objects.filter(verification=verification).aggregate(
-        total=Count("id"),
-        fetched=Count("id", filter=Q(status=Status.DONE)),
-        failed=Count("id", filter=Q(status=Status.FAILED)),
+    # A page that could not be read but whose search snippet was judged in its place is not a
+    # failure: it is counted apart, as read from its snippet.
+    pages = (
+        Source.objects.filter(verification=verification)
+        .annotate(snippet=Exists(_snippets()))
+        .aggregate(
+            total=Count("id"),
+            fetched=Count("id", filter=Q(status=Status.DONE)),
+            failed=Count("id", filter=Q(status=Status.FAILED, snippet=False)),
+            read_from_snippet=Count("id", filter=Q(status=Status.FAILED, snippet=True)),
+        )
     )
     judgements = Evidence.objects.filter(claim__sentence__verification=verification).aggregate(
         total=Count("id"), finished=Count("id", filter=Q(status__in=FINISHED))
@@ -49,7 +56,7 @@ def verification_progress(verification: Verification) -> dict:
     stages = [
         (split, total_sentences),
         (claims["searched"], claims["total"]),
-        (pages["fetched"] + pages["failed"], pages["total"]),
+        (pages["fetched"] + pages["failed"] + pages["read_from_snippet"], pages["total"]),
         (judgements["finished"], judgements["total"]),
     ]
     if verification.status in FINISHED:
@@ -66,7 +73,7 @@ def verification_progress(verification: Verification) -> dict:
         "starting": run_is_starting(verification),
         "sentences": {"total": total_sentences, "decomposed": split},
         "claims": {"total": claims["total"], "searched": claims["searched"]},
-        "pages": {"total": pages["total"], "fetched": pages["fetched"], "failed": pages["failed"]},
+        "pages": {key: pages[key] for key in ("total", "fetched", "failed", "read_from_snippet")},
         "judgements": {"total": judgements["total"], "made": judgements["finished"]},
     }
 
@@ -82,9 +89,12 @@ PROBLEM_STEPS = {
 
 
 def verification_problems(verification: Verification) -> list[dict]:
-    """Failed items grouped by step: how many, and each readable reason with its count."""
-    # "problems-2": entries cached before reasons said whether they are transient are not read.
-    return once_finished(verification, "problems-2", lambda: _problems(verification))
+    """Failed items grouped by step: how many, and each readable reason with its count. A page
+    that could not be read but whose search snippet was judged in its place is listed with its
+    reason under "reading pages" yet is no failed item: counted apart (`read_from_snippet`)."""
+    # "problems-3": entries cached before reasons said whether they are transient, or before
+    # pages read from their snippets were counted apart, are not read.
+    return once_finished(verification, "problems-3", lambda: _problems(verification))
 
 
 def _problems(verification: Verification) -> list[dict]:
@@ -110,7 +120,7 @@ def _problems(verification: Verification) -> list[dict]:
         "search": [
             (error, transient) for error, transient, results, failed in failed_claims if not results or failed < results
         ],
-        "fetch": _fetch_reasons(verification),
+        "fetch": _fetch_reasons(verification, snippet=False),
         "judge": list(
             Evidence.objects.filter(claim__sentence__verification=verification, status=Status.FAILED).values_list(
                 "error", "transient"
@@ -124,19 +134,30 @@ def _problems(verification: Verification) -> list[dict]:
             )
         ],
     }
+    # Told with the failed pages, never counted as failed: pages whose snippet was judged instead.
+    read_from_snippet = {"fetch": _fetch_reasons(verification, snippet=True)}
     return [
-        {
-            "step": step,
-            "label": PROBLEM_STEPS[step],
-            "count": len(found),
-            "reasons": [
-                {"reason": reason, "count": n, "transient": transient}
-                for (reason, transient), n in Counter(found).most_common()
-            ],
-        }
+        _problem(step, found, read_from_snippet.get(step, []))
         for step, found in reasons.items()
-        if found
+        if found or read_from_snippet.get(step)
     ]
+
+
+def _problem(step: str, failed: list[tuple[str, bool]], read_from_snippet: list[tuple[str, bool]]) -> dict:
+    """One step's entry: `count` its failed items; `read_from_snippet` its pages that could not
+    be read but whose search snippet was judged in their place (no failed item, yet listed)."""
+    found = Counter((reason, transient, False) for reason, transient in failed)
+    found.update((reason, transient, True) for reason, transient in read_from_snippet)
+    return {
+        "step": step,
+        "label": PROBLEM_STEPS[step],
+        "count": len(failed),
+        "read_from_snippet": len(read_from_snippet),
+        "reasons": [
+            {"reason": reason, "count": n, "transient": transient, "read_from_snippet": snippet}
+            for (reason, transient, snippet), n in found.most_common()
+        ],
+    }
 
 
 # Said of a page that could not be read when its search snippet was judged in its place: nothing
@@ -144,10 +165,18 @@ def _problems(verification: Verification) -> list[dict]:
 SNIPPET_JUDGED = "judged from its search snippet instead"
 
 
-def _fetch_reasons(verification: Verification) -> list[tuple[str, bool]]:
-    snippets = Evidence.objects.filter(source=OuterRef("pk"), snippet_only=True)
-    failed = verification.sources.filter(status=Status.FAILED).annotate(snippet=Exists(snippets))
+def _snippets():
+    """A source's items judged from its search snippet (for Exists)."""
+    return Evidence.objects.filter(source=OuterRef("pk"), snippet_only=True)
+
+
+def _fetch_reasons(verification: Verification, *, snippet: bool) -> list[tuple[str, bool]]:
+    """The pages that could not be read, with whether a retry may read them: those whose search
+    snippet was judged in their place (`snippet`, said so in their reason), or the others."""
+    failed = verification.sources.filter(status=Status.FAILED).filter(
+        Exists(_snippets()) if snippet else ~Exists(_snippets())
+    )
     return [
         (f"{error}; {SNIPPET_JUDGED}" if snippet else error, transient)
-        for error, transient, snippet in failed.values_list("error", "transient", "snippet")
+        for error, transient in failed.values_list("error", "transient")
     ]

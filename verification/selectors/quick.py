@@ -6,7 +6,7 @@ from django.db.models import Count, Q
 
 from verification.inputs.forms import quick_mode
 from verification.models import FINISHED, Claim, Verification
-from verification.scoring import MODEL_KNOWLEDGE, EvidenceRecord
+from verification.scoring import MODEL_KNOWLEDGE, EvidenceRecord, Scores
 from verification.selectors.viewstate import ViewState
 
 # What a claim finished from the model's own knowledge says of itself, wherever it is shown.
@@ -63,6 +63,33 @@ def _note(summary: dict, *, finished: bool) -> str:
         threshold = summary["min_probability"]
         return f"no search skipped: the model was not sure enough of any claim (probability {threshold})"
     return "no search skipped: the model gave no labels" if finished else "no search skipped so far"
+
+
+# Said of a claim answered from the model's own knowledge while the view leaves it out (the default).
+LEFT_OUT_UNLESS_COUNTED = "left out of the score unless the model's own knowledge is counted in"
+
+
+def no_score_note(tick: dict | None, scores: Scores, *, claims: int, finished: bool) -> str:
+    """Why a finished run has no overall score when the claims answered from the model's own
+    knowledge are all it has to count and the view leaves them out (`tick`: model_knowledge_tick;
+    `claims`: how many the run has); "" otherwise."""
+    if not finished or not tick or tick["included"] or scores.overall.total:
+        return ""
+    count = tick["count"]
+    claims_words = f"{count} claim{'s' if count != 1 else ''}"
+    put_in = (
+        f"Tick “Count the {claims_words} answered from the model's own knowledge” "
+        f"to count {'it' if count == 1 else 'them'} in."
+    )
+    if count == claims:
+        return (
+            f"No score: every claim was answered {FROM_MODEL_KNOWLEDGE}, and such answers are left out of the "
+            f"score. {put_in}"
+        )
+    return (
+        f"No score: no evidence from a source could be counted, and the {claims_words} answered "
+        f"{FROM_MODEL_KNOWLEDGE} {'is' if count == 1 else 'are'} left out of the score. {put_in}"
+    )
 
 
 def model_knowledge_tick(records: list[EvidenceRecord], state: ViewState) -> dict | None:

@@ -40,7 +40,7 @@ from verification.scoring import (
     outcome,
     sentence_outcome,
 )
-from verification.selectors.quick import model_knowledge_note
+from verification.selectors.quick import FROM_MODEL_KNOWLEDGE, LEFT_OUT_UNLESS_COUNTED, model_knowledge_note
 from verification.selectors.viewstate import ViewState
 
 logger = logging.getLogger(__name__)
@@ -192,6 +192,7 @@ def verdicts(
     sentence_noun = "document" if noun == "document" else "source"
     by_claim, by_sentence = {}, defaultdict(list)
     told_by_claims: dict[int, int] = defaultdict(int)
+    from_model: dict[int, list[bool]] = defaultdict(list)
     for claim in claims:
         tally = scores.claim(claim.id)
         finished = claim.status in (ClaimStatus.DONE, ClaimStatus.FAILED)
@@ -202,9 +203,10 @@ def verdicts(
         if claim.from_model_knowledge:
             note = model_knowledge_note(claim.model_label, claim.model_label_probability)
             if tally.excluded and not tally.judged:
-                note += "; left out of the score unless the model's own knowledge is counted in"
+                note += f"; {LEFT_OUT_UNLESS_COUNTED}"
         by_claim[claim.id] = (result, note)
         by_sentence[claim.sentence_index].append(by_claim[claim.id])
+        from_model[claim.sentence_index].append(claim.from_model_knowledge)
         if result == "failed":
             told_by_claims[claim.sentence_index] += tally.failed
     by_sentence_result = {}
@@ -219,6 +221,14 @@ def verdicts(
         note = explain_sentence(
             untold, result, error=sentence.error, claim_outcomes=outcomes, claim_notes=notes, noun=sentence_noun
         )
+        if result == "no_evidence" and outcomes and all(from_model[sentence.index]):
+            # Quick mode answered each of its claims, and the view leaves those answers out: its
+            # claims' words, not "its only evidence item is left out of this view".
+            note = (
+                notes[0]
+                if len(notes) == 1
+                else f"{FROM_MODEL_KNOWLEDGE}, each of its claims; {LEFT_OUT_UNLESS_COUNTED}"
+            )
         by_sentence_result[sentence.index] = (result, note)
     return Verdicts(claims=by_claim, sentences=by_sentence_result)
 

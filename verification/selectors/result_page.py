@@ -27,7 +27,7 @@ from verification.scoring import (
 )
 from verification.scoring.words import waiting_words
 from verification.selectors.progress import verification_problems, verification_progress
-from verification.selectors.quick import model_knowledge_tick, quick_summary
+from verification.selectors.quick import model_knowledge_tick, no_score_note, quick_summary
 from verification.selectors.records import (
     Verdicts,
     claim_records,
@@ -85,15 +85,15 @@ def result_page(verification: Verification, state: ViewState) -> dict:
     )
     sentences = once_finished(verification, "sentences", lambda: sentence_rows(verification))
     noun = evidence_noun(verification)
-    found = verdicts(
-        scores, claim_records(verification), sentences, noun=noun, cancelled=verification.status == Status.CANCELLED
-    )
+    claims = claim_records(verification)
+    found = verdicts(scores, claims, sentences, noun=noun, cancelled=verification.status == Status.CANCELLED)
     selected = next((s for s in sentences if s.index == state.sentence), None)
     finished = verification.status in FINISHED
     problems = verification_problems(verification)
     # Sentences are counted in sources (several claims' searches), unless all are documents.
     sentence_noun = "document" if noun == "document" else "source"
     retry_items = retryable(verification)
+    knowledge_tick = model_knowledge_tick(records, state)
     return {
         "verification": verification,
         "state": state,
@@ -119,7 +119,9 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         "claims": claim_rows(verification, selected, state, scores, found, noun) if selected else [],
         "types": _type_rows({r.source_type for r in records if r.source_type}, scores, state),
         "kinds": _kind_rows(records, state),
-        "model_knowledge": model_knowledge_tick(records, state),
+        "model_knowledge": knowledge_tick,
+        # Quick mode: why there is no score when only the model's own answers could count.
+        "no_score_note": no_score_note(knowledge_tick, scores, claims=len(claims), finished=finished),
         "rules": [
             {"value": rule, "label": label, "checked": rule == scores.rule, "query": state.scoring_by(rule).query()}
             for rule, label in SCORE_RULES.items()
@@ -133,8 +135,13 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         "failure": services.NO_EVIDENCE_JUDGED
         if verification.error.startswith(services.NO_EVIDENCE_JUDGED) and problems
         else verification.error,
+        # Failed items only: a page whose search snippet was judged in its place is listed with
+        # them but counted apart (the reader got a verdict from it).
         "problem_count": sum(p["count"] for p in problems),
-        "lasting_count": sum(r["count"] for p in problems for r in p["reasons"] if not r["transient"]),
+        "read_from_snippet": sum(p["read_from_snippet"] for p in problems),
+        "lasting_count": sum(
+            r["count"] for p in problems for r in p["reasons"] if not r["transient"] and not r["read_from_snippet"]
+        ),
         "can_retry": finished and verification.status != Status.CANCELLED and retry_items > 0,
         "run_facts": _run_facts(verification),
         "checkable": any(result not in ("no_claim",) for result, _ in found.sentences.values()),

@@ -168,17 +168,21 @@ NO_EVIDENCE_JUDGED = "no evidence could be judged"
 
 def verification_finish(verification_id) -> bool:
     """The run ends when every sentence has ended and every source has a type. A run in which
-    failures left no evidence judged at all has failed (its result would only look clean)."""
+    failures left no evidence judged at all has failed (its result would only look clean); a
+    claim quick mode answered from the model's own knowledge is an answer, not a failure."""
     if Sentence.objects.filter(verification_id=verification_id).exclude(status__in=FINISHED).exists():
         return False
     if Source.objects.filter(verification_id=verification_id, source_type="").exists():
         return False
     status, error = Status.DONE, ""
     judged = Evidence.objects.filter(claim__sentence__verification_id=verification_id, status=Status.DONE)
+    answered = Claim.objects.filter(
+        sentence__verification_id=verification_id, status=ClaimStatus.DONE, from_model_knowledge=True
+    )
     if Verification.objects.filter(pk=verification_id, settings__evidence="trail").exists():
         # A trail run judges no evidence items: a claim whose trail ended is its judged work.
         judged = Claim.objects.filter(sentence__verification_id=verification_id, status=ClaimStatus.DONE)
-    if not judged.exists():
+    if not judged.exists() and not answered.exists():
         failure = first_failure(verification_id)
         if failure:
             status, error = Status.FAILED, f"{NO_EVIDENCE_JUDGED}: {failure}"
