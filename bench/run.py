@@ -76,7 +76,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         choices=["laptop"],
         help="a model server's profile: laptop = 0.3 s to the first token, 500 prompt and 30 completion tokens a "
         "second, one request at a time, the previous prompt's prefix reused (bench/laptop.py); the app is given "
-        "LLM_CONCURRENCY=1",
+        "the documented local settings, LLM_CONCURRENCY=1 and WRITE_SEARCH_QUERIES=false",
     )
     parser.add_argument(
         "--llm-latency", type=float, default=0.0, help="seconds every LLM call takes on top of those (default 0)"
@@ -146,7 +146,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.llm_profile == "laptop":
         args.llm_first_token = LAPTOP["first_token_s"]
         args.llm_prompt_tokens_per_s, args.llm_tokens_per_s = LAPTOP["prompt_tokens_per_s"], LAPTOP["tokens_per_s"]
-        args.app_env = ["LLM_CONCURRENCY=1", *args.app_env]
+        args.app_env = ["LLM_CONCURRENCY=1", "WRITE_SEARCH_QUERIES=false", *args.app_env]
     if args.fault_runs is None:
         args.fault_runs = 0 if args.quick else 10
     args.pages = [p for p in args.pages.split(",") if p]

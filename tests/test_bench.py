@@ -91,7 +91,7 @@ def test_the_laptop_profile_is_a_local_models_speed_one_request_at_a_time():
     args = parse_args(["--llm-profile", "laptop", "--app-env", "CPU_PROCESSES=0"])
 
     assert (args.llm_first_token, args.llm_prompt_tokens_per_s, args.llm_tokens_per_s) == (0.3, 500, 30)
-    assert args.app_env == ["LLM_CONCURRENCY=1", "CPU_PROCESSES=0"]
+    assert args.app_env == ["LLM_CONCURRENCY=1", "WRITE_SEARCH_QUERIES=false", "CPU_PROCESSES=0"]
     assert parse_args([]).app_env == []
 
 
