@@ -728,7 +728,7 @@ def test_a_bot_challenge_answered_with_503_is_judged_from_its_snippet_and_may_be
 
     assert result["status"] == "done", result["error"]
     stood_in = [e for e in all_evidence(result) if e["url"].endswith("/guarded")]
-    assert stood_in and all(e["snippet_only"] and e["unread_reason"] == "a bot challenge (HTTP 503)" for e in stood_in)
+    assert stood_in and all(e["snippet_only"] and e["unread_reason"] == "a bot challenge, HTTP 503" for e in stood_in)
     completed = next(
         e
         for s in result["sentences"]

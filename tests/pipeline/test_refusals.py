@@ -160,8 +160,8 @@ def test_the_extractor_reads_words_from_a_shell_that_are_not_the_page():
         (SHELL_ERROR, JAVASCRIPT_SHELL),
         (stand_in_error(BOT_CHALLENGE), BOT_CHALLENGE),
         (stand_in_error(JAVASCRIPT_SHELL), JAVASCRIPT_SHELL),
-        (f"{CHALLENGE_ERROR} (HTTP 503)", "a bot challenge (HTTP 503)"),
-        (f"{CHALLENGE_ERROR} (HTTP 403)", "a bot challenge (HTTP 403)"),
+        (f"{CHALLENGE_ERROR} (HTTP 503)", "a bot challenge, HTTP 503"),
+        (f"{CHALLENGE_ERROR} (HTTP 403)", "a bot challenge, HTTP 403"),
     ],
 )
 def test_a_refusal_is_one_a_snippet_stands_in_for(error, reason):
@@ -236,7 +236,7 @@ def test_a_challenge_sent_with_an_error_status_is_a_refusal(status, html):
     failure = error_page_failure(status, html)
 
     assert failure == f"{CHALLENGE_ERROR} (HTTP {status})"
-    assert unread_reason(failure) == f"a bot challenge (HTTP {status})"
+    assert unread_reason(failure) == f"a bot challenge, HTTP {status}"
 
 
 def test_a_challenge_cut_to_the_start_the_fetcher_keeps_is_still_one():

@@ -94,7 +94,7 @@ def stand_in_error(reason: str) -> str:
 def error_page_failure(status: int, html: str) -> str | None:
     """The failure an HTTP error response (4xx, 5xx) is recorded with when what it carries is a
     bot challenge: CHALLENGE_ERROR with its status (unread_reason reads it back as "a bot
-    challenge (HTTP 503)"). None for any other error page, a plain "503 Service Unavailable"
+    challenge, HTTP 503"). None for any other error page, a plain "503 Service Unavailable"
     included: that is the server's failure, not a refusal. `html`: the start of the body
     (ERROR_PAGE_BYTES at most). An error page that only needs JavaScript is still an error page."""
     if stand_in_reason(html) != BOT_CHALLENGE:
@@ -124,7 +124,7 @@ def _visible_text(tree) -> str:
 # address, not a web page) is no reason to believe the search engine read the page either.
 _UNREAD_REASONS = (
     # Before the statuses: a challenge sent with 403 is a challenge, and with 503 a refusal too.
-    (re.compile(re.escape(CHALLENGE_ERROR) + r" \(HTTP (\d{3})\)"), rf"{BOT_CHALLENGE} (HTTP \1)"),
+    (re.compile(re.escape(CHALLENGE_ERROR) + r" \(HTTP (\d{3})\)"), rf"{BOT_CHALLENGE}, HTTP \1"),
     (re.compile(re.escape(CHALLENGE_ERROR)), BOT_CHALLENGE),
     (re.compile(r"\bHTTP (401|403|429|451)\b"), r"HTTP \1"),
     (re.compile(r"did not answer within|too slow to download"), "timed out"),
@@ -134,8 +134,8 @@ _UNREAD_REASONS = (
 
 
 def unread_reason(error: str) -> str | None:
-    """The short reason a page was not read ("HTTP 403", "a bot challenge", "a bot challenge
-    (HTTP 503)", "timed out", "no text"), when its failure is one its search snippet may stand in
+    """The short reason a page was not read ("HTTP 403", "a bot challenge", "a bot challenge, HTTP
+    503", "timed out", "no text"), when its failure is one its search snippet may stand in
     for; None otherwise."""
     for pattern, reason in _UNREAD_REASONS:
         found = pattern.search(error)
