@@ -10,9 +10,12 @@ import os
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.test_snippets import TEXT as SNIPPET_TEXT
 from tests.browser.test_ui import RUN_TIMEOUT, SAMPLE, submit, wait_until_done
 from tests.conftest import ROOT
-from verification.models import FINISHED
+from verification.models import FINISHED, Verification
+from verification.scoring import SNIPPET, SUPPORTED
+from verification.selectors import evidence_records
 
 pytestmark = [
     pytest.mark.browser,
@@ -63,6 +66,30 @@ def test_the_form_a_running_run_and_a_finished_one(new_context, clean_world, hel
     select_first_sentence(page)
     page.evaluate("window.scrollTo(0, 0)")
     shoot(page, "result.png")
+
+
+def test_a_page_judged_from_its_snippet(new_context, world, celery_worker):
+    # The sample world as it is: the blog's "/blocked" page answers 403 and its search snippet is
+    # judged in its place. Its own run (the others hide that page); a text the snippet supports
+    # (test_snippets.py's), since on the sample it addresses no claim.
+    page = new_context().new_page()
+    verification_id = submit(page, SNIPPET_TEXT)
+    wait_until_done(page)
+    records = evidence_records(Verification.objects.get(pk=verification_id))
+    snippet = next(r for r in records if r.kind == SNIPPET)
+    assert snippet.verdict == SUPPORTED
+    page.click(f"#sentence-{snippet.sentence_index}")
+    item = page.locator(f"#evidence-{snippet.id}")
+    expect(item.locator(".snippet-tag")).to_have_text("snippet only")
+    expect(page.locator(f"#unread-{snippet.id}")).to_contain_text("HTTP 403")
+    expect(page.locator("#include-kind-snippet")).to_be_visible()
+    # The evidence panel, at most the window's height, scrolls inside, and a full-page picture shows
+    # it scrolled to the top, above this item: a window tall enough shows the panel whole.
+    panel = page.locator("#evidence")
+    page.set_viewport_size({"width": page.viewport_size["width"], "height": panel.evaluate("e => e.scrollHeight") + 48})
+    assert panel.evaluate("e => e.scrollHeight <= e.clientHeight")
+    page.evaluate("window.scrollTo(0, 0)")
+    shoot(page, "snippet.png")
 
 
 def test_a_failed_run(page, held, world, celery_worker):
