@@ -381,7 +381,8 @@ class FakeLLM(LoopbackServer):
             ]
         if request.get("response_format"):
             return 200, json.dumps(payload)
-        if kind in ("source_type", "source_types") and "JSON" not in system:  # plain words, as asked
+        asks_json = "JSON" in system or "Answer with one JSON object only" in user
+        if kind in ("source_type", "source_types") and not asks_json:  # plain words, as asked
             return 200, payload["source_type"] if kind == "source_type" else _type_lines(payload)
         if "Answer with one JSON object only" in user or kind not in ("judgements", "claims"):
             return 200, "Here is the answer:\n```json\n" + json.dumps(payload) + "\n```"
