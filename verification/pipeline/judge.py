@@ -33,9 +33,10 @@ MAX_TITLE_CHARS = 150
 # supporting or refuting passage is what the reader checks, and comes before its verdict so the
 # model reasons first. The closing line says the model went through every passage: without it
 # (an answer cut short) an unlisted passage fails as having no verdict (a retry asks again),
-# never taken for irrelevant. "irrelevant" is spelled out because models otherwise call off-topic passages
-# "refutes", which would count against a true claim. The verdicts are FEVER's words, short and
-# familiar to models. The same text on every call, so a local server reuses its computed prefix.
+# never taken for irrelevant. "irrelevant" is spelled out because models otherwise call
+# off-topic passages "refutes", which would count against a true claim. The verdicts are
+# FEVER's words, short and familiar to models. The same text on every call, so a local server
+# reuses its computed prefix.
 SYSTEM_PROMPT = """Judge each passage (E1..) against the claim (C1..) above it, from the passage alone.
 A passage is excerpts of one page, joined by " … "; "the same passage as E1" is E1's text again.
 supports: it states or clearly implies the claim;
@@ -156,8 +157,9 @@ def parse_line(line: str) -> dict | None:
 def parse_judgements(answer: Any, labels: dict[str, str]) -> list[Judgement]:
     """The answer → one Judgement per label (E1.. → evidence key). Items the model left out
     are irrelevant when the answer ends as asked ("Others: irrelevant"), else they get an
-    error; an answer that judges none of them and has no such line is malformed. Plain lines as asked, or the
-    JSON some models write anyway ({"judgements": [{"evidence", "rationale", "verdict"}]})."""
+    error; an answer that judges none of them and has no such line is malformed. Plain lines
+    as asked, or the JSON some models write anyway ({"judgements": [{"evidence", "rationale",
+    "verdict"}]})."""
     if isinstance(answer, dict) and isinstance(answer.get("judgements"), list):
         entries = answer["judgements"]
     elif isinstance(answer, list):

@@ -70,8 +70,11 @@ def _ask_types(hosts: list[str], verification_id: str) -> None:
             return _fail_categorize_hosts(hosts, verification_id, reason=str(error))
         finally:
             services.usage_add(verification_id, usage=llm.usage)
-    for host, source_type in found.items():
-        joins.after_hosts_typed(services.host_category_answer(host, source_type=source_type.value, decided_by="llm"))
+        # Saved before the turn is given back: a question waiting for it then finds them answered.
+        for host, source_type in found.items():
+            joins.after_hosts_typed(
+                services.host_category_answer(host, source_type=source_type.value, decided_by="llm")
+            )
     left_out = [host for host in hosts if host not in found]
     for host in left_out:
         base.send("hosts_categorize", [host], verification_id)
