@@ -2,6 +2,7 @@
 live recompute kept in the query string, and the JSON download. Runs are built with the ORM
 (fast, exact); one test goes through a real run on the fake world (tests/fakes.py)."""
 
+import importlib
 import itertools
 import json
 import time
@@ -1445,3 +1446,32 @@ def test_a_failed_run_with_nothing_judged_offers_nothing_empty(client):
     judged = parse(get(client, permalink(run)))
     assert judged.cssselect("[data-copy-link]") and judged.cssselect("#downloads #report-md")
     assert judged.cssselect("input[name=score_rule]")
+
+
+# --- a run that changes while its page is built
+
+# The module (the package exports a function of the same name).
+result_page_module = importlib.import_module("verification.selectors.result_page")
+
+
+@pytest.mark.django_db
+def test_a_claim_saved_while_the_page_is_built_waits_for_the_next_refresh_instead_of_an_error(client, monkeypatch):
+    """The page reads the run's claims for the verdicts, then the selected sentence's claims: a
+    claim the decomposition saved in between (seen in CI) has no verdict in this view yet."""
+    run = make_run("The tower is in Paris.", status=Status.RUNNING)
+    add_claim(run, 0, "The tower is in Paris.", status=ClaimStatus.SEARCHING)
+    read_claims = result_page_module.claim_records
+
+    def claims_then_one_more(verification):
+        claims = read_claims(verification)
+        add_claim(run, 0, "The tower is tall.", status=ClaimStatus.PENDING)  # the decomposition, meanwhile
+        return claims
+
+    with monkeypatch.context() as racing:
+        racing.setattr(result_page_module, "claim_records", claims_then_one_more)
+        during = get(client, permalink(run), sentence=0)
+    after = get(client, permalink(run), sentence=0)
+
+    assert during.status_code == 200 and "The tower is in Paris." in during.content.decode()
+    assert "The tower is tall." not in during.content.decode()
+    assert after.status_code == 200 and "The tower is tall." in after.content.decode()

@@ -59,6 +59,8 @@ def claim_rows(
     claims = once_finished(verification, f"claims-{sentence.index}", lambda: _claim_facts(sentence))
     rows = []
     for claim, evidence in claims:
+        if claim["id"] not in found.claims:  # saved after this view's verdicts were read: next refresh
+            continue
         result, note = found.claims[claim["id"]]
         items = _with_copies([_with_state(item, state, scores) for item in evidence])
         rows.append(
