@@ -39,7 +39,9 @@ QUICK = [sys.executable, "bench/run.py", "--quick", "--workers", "1", "--app-env
 
 def test_the_benchmark_runs_end_to_end_and_writes_its_results(tmp_path):
     out = tmp_path / "bench.json"
-    command = [*QUICK, "--fault-runs", "2", "--fault-rate", "0.3", "--json", str(out)]
+    # 0.6: a quick run makes about a dozen calls, and at 0.3 none failed about one time in fifty
+    # (which calls fail depends on the prompts, so on how pages arrive).
+    command = [*QUICK, "--fault-runs", "2", "--fault-rate", "0.6", "--json", str(out)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
     assert done.returncode == 0, done.stderr[-3000:]
@@ -80,11 +82,11 @@ def test_the_benchmark_runs_end_to_end_and_writes_its_results(tmp_path):
     assert extras["recompute"]["evidence"] == 900
     assert {g["goal"] for g in results["goals"]} >= {"2 concurrent runs all finish", "warm ratio ≤ 1.5 (1 run)"}
     faulty, clean = results["faults"]
-    assert (clean["fail_rate"], faulty["fail_rate"], faulty["runs"]) == (0.0, 0.3, 2)
+    assert (clean["fail_rate"], faulty["fail_rate"], faulty["runs"]) == (0.0, 0.6, 2)
     assert clean["all_finished"] and faulty["all_finished"]
     # The failed answers were asked again: more requests for the answers used.
     assert faulty["llm_requests"] - faulty["llm_calls"] > clean["llm_requests"] - clean["llm_calls"]
-    assert any(g["goal"].startswith("30% of LLM calls failing: 2 runs finish") for g in results["goals"])
+    assert any(g["goal"].startswith("60% of LLM calls failing: 2 runs finish") for g in results["goals"])
 
 
 def test_the_laptop_profile_is_a_local_models_speed_one_request_at_a_time():
