@@ -230,7 +230,19 @@ def _domain_list(name: str) -> list[str]:
 # can point it anywhere.
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="https://api.openai.com/v1")
-LLM_MODELS = env.str("LLM_MODELS", default="gpt-4o-mini")
+# gpt-5-mini: OpenAI's deprecations page retires the GPT-4-era snapshots through 2026.
+LLM_MODELS = env.str("LLM_MODELS", default="gpt-5-mini")
+# The reasoning effort asked of a model that reasons (issue 37): "lowest" sends the lowest its
+# family takes (gpt-5: minimal, gpt-5.1 and later: none, others: none, learned from a refusal);
+# a level (none, minimal, low, medium, high) sends that one; "off" sends none.
+LLM_REASONING_EFFORT = env.str("LLM_REASONING_EFFORT", default="lowest")
+# The tokens a model that thinks may spend thinking in one call, on top of its answer's cap.
+LLM_REASONING_TOKENS = max(0, env.int("LLM_REASONING_TOKENS", default=4096))
+# The prompt and answer tokens the model's server holds (0: what the server reports or a
+# refusal says); prompts are sized to fit. Per model: `;context=N` in LLM_MODELS.
+LLM_CONTEXT_TOKENS = max(0, env.int("LLM_CONTEXT_TOKENS", default=0))
+# How long what a model's server takes (learned from refusals, or by check_llm) is kept.
+LLM_CAPABILITIES_TTL = env.int("LLM_CAPABILITIES_TTL", default=7 * 24 * 3600)
 LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=60.0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=3)
 # Seconds after a call's first attempt in which retries may still start (429s, 5xx, timeouts).

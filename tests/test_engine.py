@@ -305,6 +305,7 @@ def test_a_second_run_reuses_cached_answers(client, world, celery_worker):
         "llm_calls": 0,
         "prompt_tokens": 0,
         "completion_tokens": 0,
+        "reasoning_tokens": 0,
         "searches": 0,
         "claims_searched_again": 0,
     }

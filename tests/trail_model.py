@@ -50,7 +50,7 @@ class TrailTestModel:
         self.calls: list[dict[str, Any]] = []
         self.usage = LLMUsage()
 
-    def complete(self, *, system, user, schema_name, schema, parse, on_text=None):
+    def complete(self, *, system, user, schema_name, schema, parse, on_text=None, max_tokens=0, done=None):
         answer = {
             "evidence_selection": self.select,
             "evidence_selections": self.select_many,

@@ -64,6 +64,8 @@ class Verification(models.Model):
     llm_calls = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    # Of the completion tokens, those the model spent thinking (issue 37).
+    reasoning_tokens = models.PositiveIntegerField(default=0)
     searches = models.PositiveIntegerField(default=0)
     # The highest progress percentage shown so far: the bar never goes back as work is found.
     progress = models.PositiveSmallIntegerField(default=0)

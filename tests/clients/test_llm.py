@@ -4,7 +4,7 @@ happy paths, a scripted server where a test needs a given sequence of answers.""
 import json
 import socket
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.message import Message
 from http.server import BaseHTTPRequestHandler
 from types import SimpleNamespace
@@ -115,12 +115,11 @@ class ScriptedLLM(LoopbackServer):
 @pytest.fixture(autouse=True)
 def fresh_llm_state(monkeypatch):
     # Ports are reused between tests; nothing learnt about one server may leak into another.
-    monkeypatch.setattr(llm, "_NO_STRUCTURED_OUTPUT", set())
-    monkeypatch.setattr(llm, "_NO_STREAMING", set())
-    monkeypatch.setattr(llm, "_NO_LOGPROBS", set())
+    llm.LOCAL_STORE.clear()
     llm._openai_client.cache_clear()
     yield
     llm._openai_client.cache_clear()
+    llm.LOCAL_STORE.clear()
 
 
 @pytest.fixture
@@ -479,6 +478,7 @@ def two_part_stream():
 def test_a_streamed_answer_is_handed_on_line_by_line_while_it_is_written(two_part_stream):
     server = two_part_stream
     client = make_client(server.url, timeout=60)
+    client.remember(replace(client.capabilities, thinking="none"))  # known not to think aloud
 
     def on_text(text: str) -> None:
         server.log.append(text)

@@ -3,6 +3,7 @@ Redis, across processes), and the order waiting ones go in: against FakeLLM on 1
 counts the requests it holds at once and records the order they arrive in."""
 
 import threading
+import time
 
 import pytest
 
@@ -208,6 +209,11 @@ def test_fake_llm_with_one_slot_answers_one_request_at_a_time():
         # All four arrived together; the model worked on one at a time.
         assert server.most_at_once > 1
         assert server.most_working == 1
+        # The server notes an answer as finished after its last byte is sent: the client may
+        # have read it a moment before.
+        deadline = time.monotonic() + 5
+        while len(server.finished) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert len(server.finished) == 4
     finally:
         server.stop()

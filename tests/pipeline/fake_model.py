@@ -7,6 +7,6 @@ class FakeModel:
         self.answer = answer
         self.calls: list[dict] = []
 
-    def complete(self, *, system, user, schema_name, schema, parse):
+    def complete(self, *, system, user, schema_name, schema, parse, max_tokens=0, done=None):
         self.calls.append({"system": system, "user": user, "schema_name": schema_name, "schema": schema})
         return parse(self.answer)

@@ -168,7 +168,7 @@ class Answers:
         self.answers = list(answers)
         self.users: list[str] = []
 
-    def complete(self, *, system, user, schema_name, schema, parse):
+    def complete(self, *, system, user, schema_name, schema, parse, max_tokens=0, done=None):
         self.users.append(user)
         return parse(self.answers.pop(0))
 
@@ -195,7 +195,7 @@ class Streaming:
         self.written = 0
         self.handed: list[tuple[int, int, list[ClaimDraft]]] = []
 
-    def complete(self, *, system, user, schema_name, schema, parse, on_text=None):
+    def complete(self, *, system, user, schema_name, schema, parse, on_text=None, max_tokens=0, done=None):
         for _attempt in range(2):
             answer = self.answers.pop(0)
             lines = answer.splitlines(keepends=True)

@@ -50,7 +50,7 @@ class LogprobModel:
         self.answer, self.tokens = answer, tokens
         self.calls: list[dict] = []
 
-    def complete(self, *, system, user, schema_name, schema, parse, on_text=None, logprobs=0):
+    def complete(self, *, system, user, schema_name, schema, parse, on_text=None, logprobs=0, max_tokens=0, done=None):
         self.calls.append({"system": system, "user": user, "logprobs": logprobs})
         if on_text is not None:
             for end in (m.end() for m in re.finditer("\n", self.answer)):

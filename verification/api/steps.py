@@ -23,7 +23,7 @@ steps = Router(tags=["steps"])
 
 def _llm(model: str | None):
     if not providers.model_names():
-        raise HttpError(503, "No language model is configured: set LLM_MODELS (e.g. gpt-4o-mini).")
+        raise HttpError(503, "No language model is configured: set LLM_MODELS (e.g. gpt-5-mini).")
     if model and model not in providers.model_names():
         raise HttpError(400, f"Unknown model {model!r}; configured: {', '.join(providers.model_names())}")
     return providers.llm_client(model or providers.model_names()[0])

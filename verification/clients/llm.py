@@ -1,36 +1,87 @@
 """The language model, through the `openai` client, so any OpenAI-compatible server works
-(OpenAI, vLLM, Ollama, llama.cpp). Transient failures (429, 5xx, timeouts) are retried with
-jittered backoff (or the server's Retry-After) within a time budget per call, not only a count:
-a server that keeps failing must not hold a run for minutes. A malformed answer is asked for
-once more. A step that can act on an answer's first lines (decompose) gets it streamed. With
-LLM_CONCURRENCY, each request waits for one of the server's slots (llm_slots), in priority order."""
+(OpenAI, Azure, Gemini, Anthropic, DeepSeek, Mistral, Groq, OpenRouter, vLLM, Ollama, llama.cpp,
+LM Studio). Each request carries only what its server takes (llm_capabilities: known families by
+name, the rest learned from a refusal that names a parameter, once per server and model); the
+answer is read without the model's thinking (llm_answers), and an answer cut by its cap or a
+prompt the server cut is a failure with its reason, never half-read. Transient failures (429,
+5xx, timeouts) are retried with jittered backoff (or the server's Retry-After) within a time
+budget per call, not only a count. A malformed answer is asked for once more. A step that can act
+on an answer's first lines (decompose) gets it streamed. With LLM_CONCURRENCY, each request waits
+for one of the server's slots (llm_slots), in priority order."""
 
 import contextlib
 import email.utils
 import json
+import logging
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_before_delay, wait_random_exponential
 
+from verification.clients import llm_capabilities as caps
 from verification.clients import llm_slots
+from verification.clients.llm_answers import ThinkingFilter, estimated_tokens, strip_thinking
+from verification.clients.llm_capabilities import Capabilities, Refusal, learn, read_refusal
 from verification.clients.llm_models import ModelChoice, parse_model_list  # noqa: F401 (part of this API)
+from verification.clients.llm_requests import (
+    Ask,
+    build_request,
+    describe_context_exceeded,
+    describe_cut_answer,
+    describe_refusal,
+    describe_silent_cut,
+    optional_parts,
+    token_cap,
+)
 from verification.pipeline.types import LLMUsage, MalformedAnswer, StepError, TokenLogprob
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
-# Servers that answered 400 to `response_format=json_schema`; asked in plain text from then on.
-_NO_STRUCTURED_OUTPUT: set[tuple[str, str]] = set()
-# Servers that refused to stream an answer, or answered a stream request without one.
-_NO_STREAMING: set[tuple[str, str]] = set()
-# Servers that answered 400 to `logprobs`: asked without them from then on (the answer matters more).
-_NO_LOGPROBS: set[tuple[str, str]] = set()
+# How many refusals one call may learn from before it gives up (each names another parameter).
+MAX_LESSONS = 6
+# A request carrying a part its server has not yet taken is sent alone: calls that would carry
+# the same part wait for its answer (at most this long), so a refusal is paid once, not once
+# per concurrent call.
+FIRST_REQUEST_WAIT_S = 3.0
+# Below this many prompt tokens, a short count by the server is no sign of a cut prompt.
+CUT_CHECK_MIN_TOKENS = 1000
+# A server that reports fewer than this share of the tokens sent did not read the whole prompt.
+CUT_SHARE = 0.6
+
+
+class CapabilityStore(Protocol):
+    """Where what a server takes is kept, by (server, model): shared by processes in production
+    (providers.py puts it in the cache); a process's own dict by default."""
+
+    def get(self, key: str) -> dict | None: ...
+
+    def put(self, key: str, value: dict) -> None: ...
+
+
+class LocalStore:
+    def __init__(self) -> None:
+        self._values: dict[str, dict] = {}
+
+    def get(self, key: str) -> dict | None:
+        return self._values.get(key)
+
+    def put(self, key: str, value: dict) -> None:
+        self._values[key] = value
+
+    def clear(self) -> None:
+        self._values.clear()
+
+
+LOCAL_STORE = LocalStore()
+_first_requests: dict[str, threading.Event] = {}
 _lock = threading.Lock()
 
 
@@ -104,6 +155,10 @@ class LLMClient:
         concurrency: int = 0,
         redis_url: str = "",
         priority: int = 0,
+        store: CapabilityStore | None = None,
+        reasoning_effort: str = caps.LOWEST,
+        reasoning_tokens: int = 4096,
+        context_tokens: int = 0,
     ) -> None:
         self.model = model
         self.base_url = base_url
@@ -119,6 +174,37 @@ class LLMClient:
         # No retry starts later than this many seconds after the first attempt did.
         self.retry_budget = retry_budget
         self.usage = LLMUsage()
+        self._store = store or LOCAL_STORE
+        self._effort = reasoning_effort
+        self.reasoning_tokens = reasoning_tokens
+        # LLM_CONTEXT_TOKENS for this model: what the person set wins over what was learned.
+        self._context_tokens = context_tokens
+        # What this client's calls learned, in words (a run's log and check_llm show them).
+        self.lessons: list[str] = []
+
+    # --- what the server takes
+
+    @property
+    def store_key(self) -> str:
+        return f"factsite:llm-capabilities:v1:{self.base_url}|{self.model}|{self._effort}"
+
+    @property
+    def capabilities(self) -> Capabilities:
+        stored = self._store.get(self.store_key)
+        known = Capabilities.from_dict(stored) if stored else caps.known_defaults(self.model, self._effort)
+        if self._context_tokens:
+            known = replace(known, context_tokens=self._context_tokens)
+        return known
+
+    @property
+    def context_tokens(self) -> int:
+        """The server's context in tokens (0: not known): what a step's prompt must fit in."""
+        return self.capabilities.context_tokens
+
+    def remember(self, capabilities: Capabilities) -> None:
+        self._store.put(self.store_key, capabilities.as_dict())
+
+    # --- asking
 
     def complete(
         self,
@@ -128,73 +214,36 @@ class LLMClient:
         schema_name: str,
         schema: dict | None,
         parse: Callable[..., T],
-        on_text: Callable[..., None] | None = None,
+        on_text: Callable[..., Any] | None = None,
         logprobs: int = 0,
+        max_tokens: int = 0,
+        done: Callable[[str], bool] | None = None,
     ) -> T:
+        """`max_tokens`: what the answer may hold (the step sizes it to its input; 0: no cap).
+        `on_text` may return True: the answer is complete, the rest of the stream is not read.
+        `done`: whether an answer is complete; one cut at its cap is used only if it is (a model
+        that writes on after its answer), otherwise the call fails with that reason."""
         problem = ""
+        ask = Ask(system, user, schema_name, schema, logprobs, max_tokens, self.reasoning_tokens, done=done)
         for _attempt in range(2):
             asked = _Logprobs(logprobs) if logprobs else None
-            if on_text is not None and schema is None and (self.base_url, self.model) not in _NO_STREAMING:
-                text = self._streamed(system, user, on_text, asked)
+            if on_text is not None and schema is None and self.capabilities.stream:
+                text = self._streamed(replace(ask, stream=True), on_text, asked)
             else:
-                text = self._ask(system, user, schema_name, schema, asked)
+                text = self._ask(ask, asked)
             try:
                 return parse(decode_answer(text), asked.tokens) if asked else parse(decode_answer(text))
             except MalformedAnswer as error:
                 problem = str(error)
         raise StepError(f"the model {self.model} gave a malformed answer twice ({problem})")
 
-    def _ask(
-        self, system: str, user: str, schema_name: str, schema: dict | None, asked: _Logprobs | None = None
-    ) -> str:
-        if schema is None:  # a plain-text answer, in the format the prompt describes
-            try:
-                return self._chat(system, user, schema_name, schema, structured=False, asked=asked)
-            except openai.BadRequestError as error:
-                raise StepError(describe_api_error(error, self.model, self.base_url)) from error
-        if (self.base_url, self.model) not in _NO_STRUCTURED_OUTPUT:
-            try:
-                return self._chat(system, user, schema_name, schema, structured=True)
-            except openai.BadRequestError:
-                pass  # maybe a server without JSON-schema output: try plain text below
-        try:
-            text = self._chat(system, user, schema_name, schema, structured=False)
-        except openai.BadRequestError as error:
-            raise StepError(describe_api_error(error, self.model, self.base_url)) from error
-        # Plain text worked where structured output got a 400: remember, and skip the 400 next time.
-        with _lock:
-            _NO_STRUCTURED_OUTPUT.add((self.base_url, self.model))
-        return text
+    def _ask(self, ask: Ask, asked: _Logprobs | None = None) -> str:
+        response, capabilities, body = self._send(ask, asked)
+        return self._read_whole(response, capabilities, body, ask, asked)
 
-    def _chat(
-        self,
-        system: str,
-        user: str,
-        schema_name: str,
-        schema: dict | None,
-        structured: bool,
-        asked: _Logprobs | None = None,
+    def _read_whole(
+        self, response: Any, capabilities: Capabilities, body: dict, ask: Ask, asked: _Logprobs | None
     ) -> str:
-        kwargs: dict[str, Any] = {}
-        if structured:
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
-            }
-        elif schema is not None:
-            user = f"{user}\n\nAnswer with one JSON object only, matching this JSON schema:\n{json.dumps(schema)}"
-        try:
-            response = self._create_asking(
-                asked,
-                model=self.model,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                temperature=0,
-                **kwargs,
-            )
-        except openai.BadRequestError:
-            raise
-        except openai.APIError as error:
-            raise StepError(describe_api_error(error, self.model, self.base_url)) from error
         if not isinstance(response, ChatCompletion):
             raise StepError(
                 f"the server at {self.base_url} did not answer like an OpenAI chat-completions API "
@@ -202,51 +251,179 @@ class LLMClient:
             )
         self.usage.calls += 1
         self._count(response.usage)
-        if not response.choices or response.choices[0].message.content is None:
+        if not response.choices:
             return ""
+        choice = response.choices[0]
+        answer, thought = strip_thinking(choice.message.content or "")
+        hidden = _reasoning_tokens(response.usage)
+        reasoning = _reasoning_field(choice.message)
+        self.usage.reasoning_tokens += hidden or estimated_tokens(thought + reasoning)
+        self._learn_thinking(reasoning, choice.message.content or "", hidden)
+        self._check_cut_prompt(ask, response.usage)
         if asked:
-            asked.add(response.choices[0].logprobs)
-        return response.choices[0].message.content
+            asked.add(choice.logprobs)
+        if choice.finish_reason == "length":
+            return self._cut_answer(answer, ask, asked, body, thinking=bool(thought or hidden or reasoning))
+        return answer
 
-    def _streamed(self, system: str, user: str, on_text: Callable[..., None], asked: _Logprobs | None = None) -> str:
-        """A plain-text answer asked for as a stream: `on_text` gets the answer so far at each
-        line's end, so a step can act on its first lines while the model writes the rest. A
-        server that refuses to stream (HTTP 400 to `stream_options`) or answers without a
-        stream is asked again without one, and from then on."""
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        try:
-            stream = self._create_asking(
-                asked,
-                model=self.model,
-                messages=messages,
-                temperature=0,
-                stream=True,
-                stream_options={"include_usage": True},
-            )
-        except openai.BadRequestError:
-            return self._without_streaming(system, user, asked)
-        except openai.APIError as error:
-            raise StepError(describe_api_error(error, self.model, self.base_url)) from error
+    def _cut_answer(self, answer: str, ask: Ask, asked: _Logprobs | None, body: dict, *, thinking: bool) -> str:
+        """An answer cut at its cap: used if the step finds it complete (a model that writes on
+        after its answer); a model found thinking for the first time is asked once more with
+        room to think; otherwise the call fails with the reason."""
+        if answer.strip() and ask.done is not None and ask.done(answer):
+            return answer
+        cap = next((body[name] for name in (caps.MAX_COMPLETION_TOKENS, caps.MAX_TOKENS) if name in body), 0)
+        if thinking and token_cap(self.capabilities, ask) > cap:
+            return self._ask(replace(ask, stream=False), asked)
+        raise StepError(describe_cut_answer(self.model, cap, thinking and not answer.strip()))
+
+    def _send(self, ask: Ask, asked: _Logprobs | None) -> tuple[Any, Capabilities, dict]:
+        """The request as the server takes it; a refusal that names something the request can do
+        without is learned (kept for every later call) and the request sent again without it."""
+        capabilities, guessed = self.capabilities, False
+        for _lesson in range(MAX_LESSONS):
+            body = build_request(self.model, capabilities, replace(ask, logprobs=ask.logprobs if asked else 0))
+            first = self._first_request(capabilities, body)
+            try:
+                response = self._create(**body)
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as error:
+                refusal = read_refusal(error.status_code, _error_body(error))
+                capabilities = self._learn_refusal(capabilities, refusal, body)
+                # A refusal that named nothing is a guess (the newest optional part), kept only
+                # if the request without that part is answered.
+                guessed = guessed or not refusal.parameter
+                if not guessed:
+                    self.remember(capabilities)
+                continue
+            except openai.APIError as error:
+                raise StepError(describe_api_error(error, self.model, self.base_url)) from error
+            finally:
+                if first is not None:
+                    first.set()
+            if guessed:
+                self.remember(replace(capabilities, confirmed=self.capabilities.confirmed))
+            self._confirm(capabilities, body)
+            return response, capabilities, body
+        raise StepError(f"the LLM server at {self.base_url} refused {MAX_LESSONS} requests in a row for {self.model}")
+
+    def _learn_refusal(self, capabilities: Capabilities, refusal: Refusal, body: dict) -> Capabilities:
+        if caps.exceeds_context(refusal):
+            learned = caps.context_in_message(refusal.message)
+            if learned and not capabilities.context_tokens:
+                self.remember(replace(capabilities, context_tokens=learned))
+            raise StepError(describe_context_exceeded(refusal, self.model, self.base_url, learned))
+        learned, lesson = learn(capabilities, refusal, body)
+        if not lesson:
+            raise StepError(describe_refusal(refusal, self.model, self.base_url))
+        logger.info("%s at %s: %s (%s)", self.model, self.base_url, lesson, refusal.message)
+        self.lessons.append(lesson)
+        return learned
+
+    def _first_request(self, capabilities: Capabilities, body: dict) -> threading.Event | None:
+        """Whether this request goes first (an event to set when its answer has come) or waits,
+        because another one carrying the same untried parts is being answered."""
+        if optional_parts(body) <= set(capabilities.confirmed):
+            return None
+        with _lock:
+            waiting = _first_requests.get(self.store_key)
+            if waiting is None or waiting.is_set():
+                _first_requests[self.store_key] = threading.Event()
+                return _first_requests[self.store_key]
+        waiting.wait(FIRST_REQUEST_WAIT_S)
+        return None
+
+    def _confirm(self, capabilities: Capabilities, body: dict) -> None:
+        taken = optional_parts(body) - set(capabilities.confirmed)
+        if taken:
+            current = self.capabilities
+            self.remember(replace(current, confirmed=tuple(sorted({*current.confirmed, *taken}))))
+
+    def _learn_thinking(self, reasoning: str, content: str, hidden: int) -> None:
+        """Where this model's thinking goes, learned from an answer the first time it shows."""
+        if reasoning:
+            found = caps.THINKING_FIELD
+        elif re.search(r"<(think|thinking|reasoning)>", content, re.I):
+            found = caps.THINKING_INLINE
+        elif re.search(r"</(think|thinking|reasoning)>", content, re.I):
+            found = caps.THINKING_CLOSED
+        elif hidden:
+            found = caps.THINKING_HIDDEN
+        else:
+            found = caps.THINKING_NONE
+        current = self.capabilities
+        if current.thinking != found and (current.thinking in (caps.THINKING_UNKNOWN, caps.THINKING_NONE)):
+            self.remember(replace(current, thinking=found))
+
+    def _check_cut_prompt(self, ask: Ask, usage: Any) -> None:
+        """A server that read far fewer prompt tokens than were sent cut the prompt (Ollama does,
+        without an error): its answer is about what was left, so it is not used."""
+        read = getattr(usage, "prompt_tokens", None) or 0
+        sent = estimated_tokens(ask.system + ask.user)
+        if read and sent >= CUT_CHECK_MIN_TOKENS and read < CUT_SHARE * sent:
+            current = self.capabilities
+            if not current.context_tokens:
+                self.remember(replace(current, context_tokens=read))
+            raise StepError(describe_silent_cut(self.model, self.base_url, sent, read))
+
+    def _streamed(self, ask: Ask, on_text: Callable[..., Any], asked: _Logprobs | None = None) -> str:
+        """A plain-text answer asked for as a stream: `on_text` gets the answer so far (its
+        thinking removed) at each line's end, so a step can act on its first lines while the
+        model writes the rest, and may say it is complete. A model whose chat template may open
+        a thinking block in the prompt (its closing tag alone shows, at the block's end) gets
+        its answer handed on once, whole, until its habits are known. A server that refuses to stream or answers
+        without a stream is asked again without one, and from then on."""
+        stream, capabilities, body = self._send(ask, asked)
+        if not body.get("stream"):  # the server refused to stream: learned, and asked without
+            return self._read_whole(stream, capabilities, body, ask, asked)
+        thinking = capabilities.thinking
+        live = thinking != caps.THINKING_CLOSED and not (
+            thinking == caps.THINKING_UNKNOWN and caps.may_think_unopened(self.model)
+        )
+        cleaner = ThinkingFilter(only_closed=thinking == caps.THINKING_CLOSED)
         parts: list[str] = []
-        chunks, usage = 0, None
+        raw: list[str] = []
+        reasoning: list[str] = []
+        chunks, usage, finish = 0, None, None
         with contextlib.closing(stream):
             for chunk in self._events(stream):
                 chunks += 1
                 # The last usage: servers that send it in every event send it summed so far.
                 usage = chunk.usage or usage
-                delta = chunk.choices[0].delta if chunk.choices else None  # null in some servers' last event
+                choice = chunk.choices[0] if chunk.choices else None  # null in some servers' last event
+                finish = getattr(choice, "finish_reason", None) or finish
+                delta = getattr(choice, "delta", None)
+                reasoning.append(_reasoning_field(delta) if delta is not None else "")
                 piece = getattr(delta, "content", None)
-                if asked and chunk.choices:
-                    asked.add(chunk.choices[0].logprobs)
-                if piece:
-                    parts.append(piece)
-                    if "\n" in piece:
-                        on_text("".join(parts), asked.tokens) if asked else on_text("".join(parts))
+                if asked and choice is not None:
+                    asked.add(choice.logprobs)
+                if not piece:
+                    continue
+                raw.append(piece)
+                parts.append(cleaner.feed(piece))
+                if live and "\n" in piece:
+                    so_far = "".join(parts)
+                    if (on_text(so_far, asked.tokens) if asked else on_text(so_far)) is True:
+                        break
         if not chunks:
-            return self._without_streaming(system, user, asked)
+            return self._without_streaming(ask, asked)
+        parts.append(cleaner.end())
         self.usage.calls += 1
         self._count(usage)
-        return "".join(parts)
+        hidden = _reasoning_tokens(usage)
+        self.usage.reasoning_tokens += hidden or estimated_tokens(cleaner.thought + "".join(reasoning))
+        self._learn_thinking("".join(reasoning), "".join(raw), hidden)
+        self._check_cut_prompt(ask, usage)
+        answer = "".join(parts).strip()
+        if finish == "length":
+            thinking = bool(cleaner.thought or hidden or "".join(reasoning))
+            return self._cut_answer(answer, ask, asked, body, thinking=thinking)
+        if not live:
+            on_text(answer, asked.tokens) if asked else on_text(answer)
+        return answer
+
+    def _without_streaming(self, ask: Ask, asked: _Logprobs | None) -> str:
+        self.remember(replace(self.capabilities, stream=False, stream_usage=False))
+        return self._ask(replace(ask, stream=False), asked)
 
     def _events(self, stream: Any) -> Iterator[ChatCompletionChunk]:
         """The stream's chunks; what goes wrong while reading it (not in `on_text`) as a StepError."""
@@ -260,26 +437,10 @@ class LLMClient:
         except ValueError as error:  # an event that is not JSON
             raise StepError(f"the server at {self.base_url} sent a stream that is not an OpenAI one") from error
 
-    def _without_streaming(self, system: str, user: str, asked: _Logprobs | None = None) -> str:
-        with _lock:
-            _NO_STREAMING.add((self.base_url, self.model))
-        return self._ask(system, user, "", None, asked)
-
     def _count(self, usage: Any) -> None:
         if usage is not None:
             self.usage.prompt_tokens += usage.prompt_tokens or 0
             self.usage.completion_tokens += usage.completion_tokens or 0
-
-    def _create_asking(self, asked: _Logprobs | None, **request) -> Any:
-        """`_create`, asking for the tokens' logprobs when `asked` (and the server takes them)."""
-        if asked is None or (self.base_url, self.model) in _NO_LOGPROBS:
-            return self._create(**request)
-        try:
-            return self._create(**request, logprobs=True, top_logprobs=asked.top)
-        except openai.BadRequestError:
-            with _lock:
-                _NO_LOGPROBS.add((self.base_url, self.model))
-            return self._create(**request)
 
     def _create(self, **request) -> Any:
         retrying = Retrying(
@@ -360,6 +521,28 @@ def describe_api_error(error: openai.APIError, model: str, base_url: str) -> str
     if isinstance(error, openai.APIConnectionError):
         return f"could not connect to the LLM server at {base_url}"
     return f"the LLM call failed: {error}"
+
+
+def _error_body(error: openai.APIStatusError) -> Any:
+    try:
+        return error.response.content
+    except Exception:  # a response already read or closed
+        return error.body
+
+
+def _reasoning_field(message: Any) -> str:
+    """The thinking a server sends in a field of its own (DeepSeek, llama.cpp: `reasoning_content`;
+    vLLM, Ollama, OpenRouter, Groq: `reasoning`): counted, never read as the answer."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _reasoning_tokens(usage: Any) -> int:
+    details = getattr(usage, "completion_tokens_details", None)
+    return getattr(details, "reasoning_tokens", None) or 0
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)

@@ -4,11 +4,13 @@ connections are reused."""
 
 import hashlib
 import hmac
+import logging
 import threading
 from typing import TYPE_CHECKING
 
 import requests
 from django.conf import settings
+from django.core.cache import cache
 from requests.exceptions import InvalidSchema, InvalidURL, MissingSchema
 from urllib3.exceptions import NameResolutionError, NewConnectionError, ProtocolError
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from verification.clients.llm import LLMClient
 
 _local = threading.local()
+logger = logging.getLogger(__name__)
 
 
 def model_choices() -> list[ModelChoice]:
@@ -61,7 +64,37 @@ def llm_client(model_name: str, *, priority: int = 0) -> "LLMClient":
         concurrency=settings.LLM_CONCURRENCY,
         redis_url=settings.REDIS_URL,
         priority=priority,
+        store=SHARED_CAPABILITIES,
+        reasoning_effort=settings.LLM_REASONING_EFFORT,
+        reasoning_tokens=settings.LLM_REASONING_TOKENS,
+        context_tokens=choice.context_tokens or settings.LLM_CONTEXT_TOKENS,
     )
+
+
+class _SharedCapabilities:
+    """What each model's server takes, kept in the cache (Redis, or the SQLite cache shared by the
+    embedded processes) so every process and worker learns a lesson from one refusal; a cache
+    that fails keeps it in this process."""
+
+    def __init__(self) -> None:
+        self._here: dict[str, dict] = {}
+
+    def get(self, key: str) -> dict | None:
+        try:
+            value = cache.get(key)
+        except Exception:  # any backend's connection error
+            return self._here.get(key)
+        return value if value is not None else self._here.get(key)
+
+    def put(self, key: str, value: dict) -> None:
+        self._here[key] = value
+        try:
+            cache.set(key, value, settings.LLM_CAPABILITIES_TTL)
+        except Exception:
+            logger.warning("could not keep what the model's server takes in the cache", exc_info=True)
+
+
+SHARED_CAPABILITIES = _SharedCapabilities()
 
 
 def _per_thread(factory, **config):
@@ -175,7 +208,7 @@ def configuration_problems(model_name: str | None = None, *, web_search: bool = 
     problems = []
     choices = model_choices()
     if not choices:
-        problems.append("No language model is configured: set LLM_MODELS (e.g. gpt-4o-mini).")
+        problems.append("No language model is configured: set LLM_MODELS (e.g. gpt-5-mini).")
     else:
         choice = next((c for c in choices if c.name == model_name), choices[0])
         if "api.openai.com" in choice.base_url and not settings.OPENAI_API_KEY:

@@ -64,7 +64,7 @@ def summary(result: dict, verification: Verification) -> str:
     lines += [
         "",
         f"LLM calls {usage['llm_calls']} ({usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
-        f"completion tokens), web searches {usage['searches']}",
+        f"completion tokens{_thinking(usage)}), web searches {usage['searches']}",
     ]
     if result.get("quick"):
         lines.append(f"Quick mode: {result['quick']['note']}")
@@ -114,6 +114,11 @@ def trail_summary(result: dict) -> str:
             elif claim["error"]:
                 lines.append(f"      ({claim['error']})")
     usage = result["usage"]
-    tokens = f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens"
+    tokens = f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens{_thinking(usage)}"
     lines += ["", f"LLM calls {usage['llm_calls']} ({tokens})"]
     return "\n".join(lines)
+
+
+def _thinking(usage: dict) -> str:
+    """The completion tokens a model spent thinking, where it thought."""
+    return f", {usage['reasoning_tokens']} of them thinking" if usage.get("reasoning_tokens") else ""

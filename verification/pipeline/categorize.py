@@ -104,6 +104,11 @@ def categorize_by_rules(host: str) -> SourceType | None:
     return None
 
 
+# What an answer may hold: a type's name, or a line a host ("H12: scientific_medical_article").
+ANSWER_TOKENS = 16
+ANSWER_TOKENS_PER_HOST = 16
+
+
 def categorize_with_llm(llm: JsonLLM, host: str, title: str = "") -> SourceType:
     return llm.complete(
         system=SYSTEM_PROMPT,
@@ -111,6 +116,7 @@ def categorize_with_llm(llm: JsonLLM, host: str, title: str = "") -> SourceType:
         schema_name="source_type",
         schema=None,
         parse=parse_source_type,
+        max_tokens=ANSWER_TOKENS,
     )
 
 
@@ -125,6 +131,7 @@ def categorize_many_with_llm(llm: JsonLLM, hosts: Sequence[tuple[str, str]]) -> 
         schema_name="source_types",
         schema=None,
         parse=lambda answer: parse_source_types(answer, labels),
+        max_tokens=ANSWER_TOKENS + ANSWER_TOKENS_PER_HOST * len(labels),
     )
 
 

@@ -146,8 +146,30 @@ def _ask(
         schema_name="claims",
         schema=None,
         parse=parse,
+        max_tokens=answer_tokens(targets),
+        done=lambda answer: answer_complete(answer, asked),
         **streamed,
     )
+
+
+# What an answer may hold (issue 37: a small model that does not stop on its own wrote for
+# minutes): a sentence's claims restate its words, each with a query of as many, plus labels.
+ANSWER_TOKENS_BASE = 32
+ANSWER_TOKENS_PER_SENTENCE = 48
+
+
+def answer_tokens(targets: Sequence[SegmentedSentence]) -> int:
+    return ANSWER_TOKENS_BASE + sum(ANSWER_TOKENS_PER_SENTENCE + len(s.text) for s in targets)
+
+
+def answer_complete(answer: str, asked: dict[str, int]) -> bool:
+    """Whether a plain-text answer has every target's section, the last one ended by a line
+    that is not a claim (a model that writes on after its answer)."""
+    sections = _sections(answer)
+    if not {label.strip().upper() for label, _ in sections} >= set(asked):
+        return False
+    last_lines = [line for line in sections[-1][1].splitlines() if line.strip()]
+    return bool(last_lines) and not _BULLET.match(last_lines[-1])
 
 
 class _Watcher:
@@ -159,9 +181,10 @@ class _Watcher:
         self.asked, self.on_sentence, self.quick = asked, on_sentence, quick
         self.given: dict[int, list[ClaimDraft]] = {}
 
-    def read(self, text: str, tokens: Sequence[TokenLogprob] | None = None) -> None:
+    def read(self, text: str, tokens: Sequence[TokenLogprob] | None = None) -> bool:
+        """Hands on what is complete; True once the whole answer is (the rest is not read)."""
         if text.lstrip().startswith(("{", "[", "`")):  # JSON: read whole, at the end
-            return
+            return False
         complete_lines = text[: text.rfind("\n") + 1]
         for label, body in _sections(complete_lines)[:-1]:  # the last may still grow
             index = self.asked.get(label.strip().upper())
@@ -172,6 +195,7 @@ class _Watcher:
             except MalformedAnswer:
                 continue  # the whole answer's parse decides (and may ask again)
             self.give(index, scored(claims, tokens) if self.quick else claims)
+        return answer_complete(complete_lines, self.asked)
 
     def give(self, index: int, claims: list[ClaimDraft]) -> None:
         if index not in self.given:

@@ -47,6 +47,11 @@ E1: <reason> | supports
 Leave out the irrelevant passages, and end with this line, which stands for all of them:
 Others: irrelevant"""
 
+# What one answer may hold (issue 37: a small model that does not stop on its own wrote for
+# minutes): a line a passage, with its reason of at most 15 words, and the closing line.
+ANSWER_TOKENS_PER_ITEM = 40
+ANSWER_TOKENS_BASE = 32
+
 T = TypeVar("T")
 
 NO_VERDICT = "the model gave no verdict for this evidence"
@@ -116,7 +121,18 @@ def judge_claims(llm: JsonLLM, claims: Sequence[ClaimToJudge]) -> list[Judgement
         schema_name="judgements",
         schema=None,
         parse=lambda answer: parse_judgements(answer, labels),
+        max_tokens=ANSWER_TOKENS_BASE + ANSWER_TOKENS_PER_ITEM * len(items),
+        done=lambda answer: answer_complete(answer, labels),
     )
+
+
+def answer_complete(answer: str, labels: dict[str, str]) -> bool:
+    """Whether an answer went through every passage: its closing line, or a verdict for each."""
+    lines = answer.splitlines()
+    if any(map(_OTHERS_IRRELEVANT.match, lines)):
+        return True
+    answered = {entry["evidence"].upper() for entry in map(parse_line, lines) if entry}
+    return set(labels) <= answered
 
 
 def judge_claim(llm: JsonLLM, *, claim: str, items: Sequence[EvidenceToJudge], context: str = "") -> list[Judgement]:

@@ -8,6 +8,7 @@ over several. A large node can first be ranked against the claim with the passag
 only its best sentences, with their neighbours, sent: VeriTrail sends every sentence, which is
 most of its cost on book-length sources."""
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -96,6 +97,27 @@ SCHEMA = {
     "required": ["sentence_ids", "summary"],
     "additionalProperties": False,
 }
+
+
+# What an answer may hold: the ids (a few tokens each) and a summary of MAX_SUMMARY_CHARS.
+ANSWER_TOKENS_BASE = MAX_SUMMARY_CHARS // 3 + 32
+ANSWER_TOKENS_PER_SENTENCE = 4
+
+
+def answer_tokens(sentences: int) -> int:
+    return ANSWER_TOKENS_BASE + ANSWER_TOKENS_PER_SENTENCE * sentences
+
+
+def json_answer_complete(answer: str) -> bool:
+    """Whether an answer holds a whole JSON object (a model may write on after it)."""
+    start, end = answer.find("{"), answer.rfind("}")
+    if start == -1 or end < start:
+        return False
+    try:
+        json.loads(answer[start : end + 1])
+    except ValueError:
+        return False
+    return True
 
 
 def sentence_id(index: int) -> str:
@@ -203,6 +225,8 @@ def select_evidence(
             schema_name="evidence_selection",
             schema=SCHEMA,
             parse=lambda answer, asked=asked: parse_selection(answer, asked),
+            max_tokens=answer_tokens(len(indices)),
+            done=json_answer_complete,
         )
         chosen.update(asked[sentence] for sentence in ids)
         if ids and summary:

@@ -12,8 +12,10 @@ from typing import Any
 from verification.pipeline.trail_select import (
     NodeSelection,
     SelectionOptions,
+    answer_tokens,
     chunk_indices,
     ids_in,
+    json_answer_complete,
     kept_sentences,
     node_sentences,
     numbered_text,
@@ -96,6 +98,8 @@ def select_evidence_many(
             schema_name="evidence_selections",
             schema=SCHEMA,
             parse=lambda answer, asked=asked: parse_selections(answer, asked, labels),
+            max_tokens=len(labels) * answer_tokens(len(indices)),
+            done=json_answer_complete,
         )
         for label, (ids, summary) in answers.items():
             chosen[label].update(asked[sentence] for sentence in ids)

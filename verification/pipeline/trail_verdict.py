@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from verification.pipeline.trail_graph import Trail
-from verification.pipeline.trail_select import GAP, NodeSelection
+from verification.pipeline.trail_select import GAP, NodeSelection, json_answer_complete
 from verification.pipeline.types import JsonLLM, MalformedAnswer
 
 
@@ -42,6 +42,8 @@ class RoundVerdict:
 
 NO_EVIDENCE = "No text checked in this round has a sentence that supports or contradicts the claim."
 MAX_REASONING_CHARS = 2000
+# What an answer may hold: three sentences of reasoning and the verdict, with room to spare.
+ANSWER_TOKENS = 320
 # Marks a source's selected sentences among their neighbours.
 MARK = ">>"
 
@@ -80,6 +82,8 @@ def judge_round(llm: JsonLLM, trail: Trail, claim: str, selections: Sequence[Nod
         schema_name="trail_verdict",
         schema=SCHEMA,
         parse=parse_trail_verdict,
+        max_tokens=ANSWER_TOKENS,
+        done=json_answer_complete,
     )
     return RoundVerdict(verdict, reasoning, called=True)
 

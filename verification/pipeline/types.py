@@ -171,6 +171,9 @@ class LLMUsage:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Of the completion tokens, those a model spent thinking (hidden, in a field, or in a
+    # <think> block removed from the answer).
+    reasoning_tokens: int = 0
 
 
 class MalformedAnswer(ValueError):
@@ -186,7 +189,9 @@ class JsonLLM(Protocol):
     a server that streams). A step that needs the answer's token probabilities passes
     `logprobs` (how many alternatives per token to ask for, at least 1): `parse` and `on_text`
     then get a second argument, the answer's tokens so far (TokenLogprob), or None from a server
-    that gives none."""
+    that gives none. `max_tokens` caps the answer (sized by the step to its input); `done` says
+    whether an answer is complete (one cut at the cap is used only if it is), and `on_text` may
+    return True once it is (the rest of a stream is not read)."""
 
     def complete(
         self,
@@ -196,8 +201,10 @@ class JsonLLM(Protocol):
         schema_name: str,
         schema: dict | None,
         parse: Callable[..., T],
-        on_text: Callable[..., None] | None = None,
+        on_text: Callable[..., bool | None] | None = None,
         logprobs: int = 0,
+        max_tokens: int = 0,
+        done: Callable[[str], bool] | None = None,
     ) -> T: ...
 
 

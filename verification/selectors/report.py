@@ -256,6 +256,7 @@ def run_facts(verification: Verification) -> dict:
         # Answers reused from earlier runs (the cache): a cached run's "0 calls" is not "no work".
         "llm_cached": verification.llm_cached,
         "tokens": verification.prompt_tokens + verification.completion_tokens,
+        "reasoning_tokens": verification.reasoning_tokens,
         "searches": verification.searches,
         "searches_cached": verification.searches_cached,
         "quick": quick_summary(verification),

@@ -85,6 +85,7 @@ def verification_result(verification: Verification, state: ViewState | None = No
             "llm_calls": verification.llm_calls,
             "prompt_tokens": verification.prompt_tokens,
             "completion_tokens": verification.completion_tokens,
+            "reasoning_tokens": verification.reasoning_tokens,
             "searches": verification.searches,
             "llm_cached": verification.llm_cached,
             "searches_cached": verification.searches_cached,

@@ -221,6 +221,7 @@ def _run_facts(verification: Verification) -> dict:
         "llm_calls": verification.llm_calls,
         "llm_cached": verification.llm_cached,
         "tokens": verification.prompt_tokens + verification.completion_tokens,
+        "reasoning_tokens": verification.reasoning_tokens,
         "searches": verification.searches,
         "searches_cached": verification.searches_cached,
         "searched_again": claims_searched_again(verification),

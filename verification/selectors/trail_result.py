@@ -47,6 +47,7 @@ def trail_result(verification: Verification) -> dict:
             "llm_cached": verification.llm_cached,
             "prompt_tokens": verification.prompt_tokens,
             "completion_tokens": verification.completion_tokens,
+            "reasoning_tokens": verification.reasoning_tokens,
         },
         "nodes": [_node(node, is_final=node.key not in used) for node in nodes],
         "sentences": sentences,

@@ -151,6 +151,7 @@ def usage_add(
             llm_calls=F("llm_calls") + usage.calls,
             prompt_tokens=F("prompt_tokens") + usage.prompt_tokens,
             completion_tokens=F("completion_tokens") + usage.completion_tokens,
+            reasoning_tokens=F("reasoning_tokens") + usage.reasoning_tokens,
         )
     if searches:
         changes["searches"] = F("searches") + searches
