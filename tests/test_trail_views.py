@@ -395,3 +395,18 @@ def test_a_book_length_text_shows_only_its_selected_sentences_in_their_context()
 
     assert not shown["whole"] and [text for text, marked in shown["parts"] if marked] == [GOLD]
     assert 1_000 < sum(len(text) for text, _ in shown["parts"]) < 2_000
+
+
+# --- a trail run in the API's run endpoint
+
+
+@pytest.mark.parametrize("query", ["", "?view=summary"], ids=["whole", "summary"])
+def test_a_finished_trail_run_is_served_by_the_run_endpoint_with_its_evidence_trail(client, configured, query):
+    run = finished_trail()
+
+    response = client.get(f"/api/verifications/{run.pk}{query}")
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == "done" and body["settings"]["evidence"] == "trail" and body["evidence"] == "trail"
+    assert body["settings"]["trail_q"] == run.settings["trail_q"]

@@ -30,6 +30,9 @@ SPENDING_ERRORS = {429: Error}
 
 ScoreRule = Literal[tuple(SCORE_RULES)]
 EvidenceMode = Literal[tuple(mode for mode, _ in EVIDENCE_MODES)]
+# What a run's result says its evidence was: a mode a run can be asked for, or "trail" (a run
+# started by POST /api/trails, the trail form or `verify --trail`, checked down its trail).
+RunEvidence = Literal[(*(mode for mode, _ in EVIDENCE_MODES), "trail")]
 Band = Literal["green", "orange", "red", "none"]
 RunStatus = Literal[tuple(Status.values)]
 ClaimStatusValue = Literal[tuple(ClaimStatus.values)]
@@ -80,7 +83,7 @@ class RunSettings(Schema):
     top_k_results: int = None
     top_k_passages: int = None
     context_size: int = None
-    evidence: EvidenceMode = None
+    evidence: RunEvidence = None
     quick: bool = Field(
         None,
         description="quick mode: claims the model labelled true or false from its own knowledge with at least "
@@ -104,6 +107,11 @@ class RunSettings(Schema):
         None,
         description="WRITE_SEARCH_QUERIES when the run was created: false, each claim was searched by its own words "
         "instead of a query the model wrote",
+    )
+    trail_q: int = Field(
+        None,
+        description="a trail run's q: the Not Fully Supported verdicts in a row after which a claim stopped "
+        "(its whole result is at /api/trails/{id})",
     )
 
 
@@ -317,7 +325,10 @@ class VerificationResult(Schema):
     finished_at: Timestamp | None
     settings: RunSettings
     left_out: LeftOut = Field(description="search results the run's domain lists left out: never read nor counted")
-    evidence: EvidenceMode = Field(description="where evidence came from: web search, the documents given, or both")
+    evidence: RunEvidence = Field(
+        description="where evidence came from: web search, the documents given, both, or the texts of a trail "
+        "(a trail run: its claims' verdicts down the trail are at /api/trails/{id})"
+    )
     score_rule: ScoreRule
     score: Score
     band: Band
