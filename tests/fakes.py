@@ -361,6 +361,9 @@ class FakeLLM(LoopbackServer):
             return self.fail_statuses[int(draw / self.fail_rate * len(self.fail_statuses))], "simulated failure"
         if any(word in focus for word in self.garbage_words) or draw < self.fail_rate + self.garbage_rate:
             return 200, "Sorry, I am not able to help with that."
+        if kind == "check":  # manage.py check_llm's small requests
+            answer = {"answer": "OK"} if request.get("response_format") else "OK"
+            return 200, json.dumps(answer) if isinstance(answer, dict) else " ".join(map(str, range(1, 41)))
         answers = {
             "claims": lambda user: _claims(user, self.claims_per_sentence),
             "judgements": _judgements,
@@ -394,6 +397,10 @@ def _shared_prefix(a: str, b: str) -> int:
     return len(os.path.commonprefix([a, b]))
 
 
+# The system prompt of check_llm's requests (verification/clients/llm_check.py).
+CHECK_SYSTEM = "You are a terse assistant."
+
+
 def _kind(request: dict, system: str) -> str:
     schema = (request.get("response_format") or {}).get("json_schema", {}).get("name")
     if schema:
@@ -404,6 +411,8 @@ def _kind(request: dict, system: str) -> str:
         return "evidence_selections"
     if system == trail_verdict.SYSTEM_PROMPT:
         return "trail_verdict"
+    if system == CHECK_SYSTEM:
+        return "check"
     if "atomic claims" in system:
         return "claims"
     if "Classify every host listed" in system:

@@ -182,6 +182,11 @@ class LLMClient:
         # What this client's calls learned, in words (a run's log and check_llm show them).
         self.lessons: list[str] = []
 
+    @property
+    def openai(self) -> openai.OpenAI:
+        """The server's own client (check_llm lists its models)."""
+        return self._client
+
     # --- what the server takes
 
     @property

@@ -81,10 +81,9 @@ class _SharedCapabilities:
 
     def get(self, key: str) -> dict | None:
         try:
-            value = cache.get(key)
+            return cache.get(key)
         except Exception:  # any backend's connection error
             return self._here.get(key)
-        return value if value is not None else self._here.get(key)
 
     def put(self, key: str, value: dict) -> None:
         self._here[key] = value

@@ -1,0 +1,71 @@
+"""`manage.py check_llm`: a table of what each configured model's server takes, against the fake
+model on 127.0.0.1; what it learns is what the runs then use."""
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.conftest import free_port
+from tests.fakes import FakeLLM
+from verification.clients import providers
+
+
+@pytest.fixture
+def fake_model(settings):
+    server = FakeLLM().start()
+    settings.OPENAI_API_KEY = "test-openai-key"
+    settings.OPENAI_BASE_URL = server.url + "/v1"
+    settings.LLM_MODELS = "fake-model"
+    yield server
+    server.stop()
+
+
+def check(**options) -> str:
+    out = io.StringIO()
+    call_command("check_llm", stdout=out, **options)
+    return out.getvalue()
+
+
+def rows(table: str) -> dict[str, str]:
+    return {line.split("  ", 2)[1].strip(): line.split("  ", 2)[2].strip() for line in table.splitlines()[1:-1]}
+
+
+def test_it_tells_what_a_server_that_takes_everything_takes(fake_model):
+    table = rows(check())
+
+    assert table["reachable"] == "yes" and table["model known"] == "yes"
+    assert table["temperature 0"] == "sent" and table["output format"] == "json schema"
+    assert table["streaming usage"] == "yes" and table["logprobs"] == "yes"
+    assert table["thinking"] == "does not think aloud" and table["learned"] == "nothing refused"
+    assert table["speed"].endswith("tokens/s")
+    assert {"check"} == set(fake_model.calls)
+
+
+def test_what_it_learns_from_a_refusal_is_kept_for_the_runs(fake_model):
+    fake_model.structured = False  # 400 to any response_format, as servers without it answer
+
+    table = rows(check())
+
+    assert table["output format"] == "text" and "json_schema output refused" in table["learned"]
+    assert providers.llm_client("fake-model").capabilities.output_format == "text"
+    refused = sum(1 for r in fake_model.requests if r.get("response_format"))
+    assert refused == 1
+
+
+def test_a_model_the_server_does_not_list_is_named(fake_model, settings):
+    settings.LLM_MODELS = "gpt-5-mini"
+
+    with pytest.raises(CommandError, match="Not usable: gpt-5-mini"):
+        check()
+
+
+def test_a_server_that_cannot_be_reached_is_named(settings):
+    settings.OPENAI_BASE_URL = f"http://127.0.0.1:{free_port()}/v1"
+    settings.LLM_MODELS = "fake-model"
+    out = io.StringIO()
+
+    with pytest.raises(CommandError):
+        call_command("check_llm", stdout=out)
+
+    assert "cannot reach the server" in out.getvalue() and "OPENAI_BASE_URL" in out.getvalue()
