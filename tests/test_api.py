@@ -141,7 +141,7 @@ def test_it_rejects_a_body_it_cannot_parse(client, configured, raw):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("path", ["/api/verifications", "/api/steps/segment", "/api/steps/score"])
+@pytest.mark.parametrize("path", ["/api/verifications", "/api/trails", "/api/steps/segment", "/api/steps/score"])
 @pytest.mark.parametrize(
     "raw",
     [

@@ -113,6 +113,15 @@ def test_the_box_counts_are_capped_and_junk_counts_fall_back_to_the_defaults():
     assert len(builder.sources) == 30 and len(builder.levels) == 1
 
 
+@pytest.mark.parametrize("junk", ["²", "٣", "9" * 5_001], ids=["superscript-two", "arabic-indic-three", "5001-digits"])
+def test_a_counter_that_is_no_plain_number_is_junk_like_any_other(junk):
+    fields = {"source-count": junk, "level-count": junk, "level-0-count": junk, "level-0-0-seen": junk}
+    builder = builder_from_data(form_data({**fields, "level-0-0-from": [junk, "0"], "add": f"text-{junk}"}))
+
+    assert len(builder.sources) == 3 and len(builder.levels) == 1 and len(builder.levels[0].boxes) == 2
+    assert builder.levels[0].boxes[0].inputs == frozenset({0}) and builder.focus == ""
+
+
 # --- the form page
 
 
@@ -169,8 +178,14 @@ def test_posting_the_builder_starts_a_trail_run_and_redirects_to_its_permalink(c
             "node &#x27;final&#x27;: &#x27;from&#x27; names &#x27;sum-9&#x27;, which is not a node",
         ),
         ("\x89PNG not a trail", "The trail file is not JSON"),
+        (
+            json.dumps({"nodes": [{**EXAMPLE["nodes"][0], "stage": 10**30}, *EXAMPLE["nodes"][1:]]}),
+            "node &#x27;src-a&#x27;: &#x27;stage&#x27; is a whole number from 0 to 1,000,000",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "The trail file is nested too deeply"),
+        ('{"nodes": [{"id": "a", "text": "A.", "stage": ' + "1" * 5_001 + "}]}", "a number of over 4,300 digits"),
     ],
-    ids=["unknown-input", "not-json"],
+    ids=["unknown-input", "not-json", "huge-stage", "nested-100k-deep", "5001-digit-number"],
 )
 def test_an_invalid_trail_file_is_refused_naming_the_node_and_keeping_the_typed_text(client, configured, content, says):
     response = client.post("/trail", {**example_form(), "trail_file": trail_file(content)})
@@ -198,6 +213,19 @@ def test_a_refused_builder_says_why_above_the_form_and_loses_nothing(client, con
     assert response.status_code == 400 and not Verification.objects.exists()
     assert says in html.split('id="form-errors"')[1].split("</div>")[0]
     assert TEXTS["src-b"] in html and 'value="src-b"' in html and 'value="final answer"' in html
+
+
+@pytest.mark.parametrize("digit", ["²", "٣"], ids=["superscript-two", "arabic-indic-three"])
+def test_a_unicode_digit_in_the_builders_counters_is_refused_in_words_not_a_500(client, configured, digit):
+    ticked = {"level-0-0-from": [digit], "level-0-1-from": [digit], "source-count": digit, "level-0-count": digit}
+
+    response = client.post("/trail", example_form(**ticked))
+    added = client.post("/trail", example_form(add=f"text-{digit}"))
+
+    assert response.status_code == 400 and not Verification.objects.exists()
+    errors = response.content.decode().split('id="form-errors"')[1].split("</div>")[0]
+    assert "&#x27;sum-1&#x27; (level 1) is made from none of the texts given below it" in errors
+    assert added.status_code == 200 and TEXTS["sum-1"] in added.content.decode()
 
 
 def test_an_unconfigured_server_refuses_with_503_keeping_the_texts(client, settings):
@@ -342,6 +370,15 @@ def test_a_running_trail_polls_and_a_poll_of_a_finished_one_gets_286(client, con
     poll = client.get(f"/v/{run.pk}{query}", headers={**HTMX, "HX-Trigger": "result-body"})
     assert poll.status_code == 286 and "hx-trigger" not in poll.content.decode()
     assert client.get(f"/v/{run.pk}{query}", headers=HTMX).status_code == 200  # a reader's click is no poll
+
+
+@pytest.mark.parametrize("claim", ["²", "9" * 5_001, "x"], ids=["superscript-two", "5001-digits", "letters"])
+def test_a_claim_in_the_address_that_is_no_claim_id_selects_nothing(client, configured, claim):
+    run = finished_trail()
+
+    response = client.get(f"/v/{run.pk}?claim={claim}")
+
+    assert response.status_code == 200 and 'id="claim-verdict"' not in response.content.decode()
 
 
 def test_outside_text_on_the_trail_page_is_escaped(client, configured):

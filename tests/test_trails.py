@@ -210,6 +210,11 @@ def test_a_failed_selection_fails_its_claim_and_a_retry_goes_on_from_its_rounds(
             "'a'",
             id="unsafe-document",
         ),
+        pytest.param(
+            [{"id": "a", "text": "A is so.", "stage": 10**30}, {"id": "f", "text": "F is so.", "from": ["a"]}],
+            "node 'a': 'stage' is a whole number from 0 to 1,000,000",
+            id="stage-beyond-any-trail",
+        ),
     ],
 )
 def test_an_invalid_trail_is_refused_with_the_node_and_the_problem(client, configured, nodes, says):

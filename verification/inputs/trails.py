@@ -4,6 +4,7 @@ final text the run checks, the model, and VeriTrail's q. Every refusal names the
 problem, in words a person can act on."""
 
 import json
+import sys
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -36,6 +37,16 @@ def trail_from_json(raw: bytes | str) -> object:
         return json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise TrailRefused(f"The trail file is not JSON: {error}.") from None
+    except ValueError:
+        # Python converts at most sys.get_int_max_str_digits() digits to an int (CVE-2020-10735).
+        raise TrailRefused(
+            f"The trail file holds a number of over {sys.get_int_max_str_digits():,} digits: a trail's only numbers "
+            "are its nodes' stages."
+        ) from None
+    except RecursionError:
+        raise TrailRefused(
+            "The trail file is nested too deeply to read: a trail is an object whose 'nodes' are objects."
+        ) from None
 
 
 def trail_submission(data: object, *, model: str | None = None, q: int | None = None) -> TrailSubmission:

@@ -15,6 +15,9 @@ from typing import Any
 
 MAX_ID_CHARS = 200
 MAX_STEP_CHARS = 200
+# A stage given in the trail orders its columns; no generation process has a million steps, and a
+# larger number would not fit the database's integer.
+MAX_STAGE = 1_000_000
 # Candidates named in one error: enough to find them, short enough to read in a 400.
 MAX_NAMED = 5
 _NODE_KEYS = frozenset({"id", "text", "document", "from", "step", "stage"})
@@ -189,8 +192,8 @@ def _step(node_id: str, step: Any) -> str | None:
 
 
 def _given_stage(node_id: str, stage: Any) -> int | None:
-    if stage is not None and (isinstance(stage, bool) or not isinstance(stage, int) or stage < 0):
-        raise TrailError(node_id, "'stage' is a whole number from 0")
+    if stage is not None and (isinstance(stage, bool) or not isinstance(stage, int) or not 0 <= stage <= MAX_STAGE):
+        raise TrailError(node_id, f"'stage' is a whole number from 0 to {MAX_STAGE:,}")
     return stage
 
 
@@ -303,7 +306,7 @@ TRAIL_JSON_SCHEMA: dict[str, Any] = {
                     "document": _DOCUMENT_SCHEMA,
                     "from": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
                     "step": {"type": "string", "maxLength": MAX_STEP_CHARS, "examples": ["section summary"]},
-                    "stage": {"type": "integer", "minimum": 0},
+                    "stage": {"type": "integer", "minimum": 0, "maximum": MAX_STAGE},
                 },
                 "required": ["id"],
                 "oneOf": [{"required": ["text"]}, {"required": ["document"]}],

@@ -94,8 +94,9 @@ def builder_from_data(data: MultiValueDict | None) -> Builder:
     if add == "level" and len(levels) < MAX_LEVELS:
         levels.append(_level(data, len(levels), new=True))
         focus = f"{levels[-1].prefix}-step"
-    if add.startswith("text-") and add[5:].isdigit() and int(add[5:]) < len(levels):
-        level = levels[int(add[5:])]
+    added_to = plain_number(add.removeprefix("text-")) if add.startswith("text-") else None
+    if added_to is not None and added_to < len(levels):
+        level = levels[added_to]
         if len(level.boxes) < MAX_BOXES:
             level.boxes.append(_level_box(data, level, len(level.boxes), new=True))
             focus = f"{level.boxes[-1].prefix}-text"
@@ -108,9 +109,16 @@ def builder_from_data(data: MultiValueDict | None) -> Builder:
     return Builder(sources, levels, final, data.get("final-step", "")[:200], focus)
 
 
+def plain_number(value: str, *, digits: int = 6) -> int | None:
+    """A counter or position the page wrote: ASCII digits, at most `digits` of them; None for
+    anything else. str.isdigit alone takes "²", which int() refuses, and "٣", which it reads as 3;
+    a long run of digits is more than int() converts."""
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= digits else None
+
+
 def _count(data: MultiValueDict, name: str, default: int, *, most: int = MAX_BOXES) -> int:
-    value = data.get(name, "")
-    return min(int(value), most) if value.isdigit() and int(value) > 0 else default
+    value = plain_number(data.get(name, ""))
+    return min(value, most) if value else default
 
 
 def _text(data: MultiValueDict, name: str) -> str:
@@ -135,7 +143,8 @@ def _level(data: MultiValueDict, index: int, *, new: bool = False) -> Level:
 def _level_box(data: MultiValueDict, level: Level, index: int, *, new: bool = False) -> Box:
     box = _box(data, f"{level.prefix}-{index}", f"level-{level.number}-text-{index + 1}", new=new)
     if not new:
-        box.inputs = frozenset(int(v) for v in data.getlist(f"{box.prefix}-from") if v.isdigit())
+        ticked = (plain_number(value) for value in data.getlist(f"{box.prefix}-from"))
+        box.inputs = frozenset(position for position in ticked if position is not None)
     return box
 
 
@@ -143,8 +152,7 @@ def _options(data: MultiValueDict, box: Box, below: list[Box]) -> list[Option]:
     """The texts of the level below as checkboxes. A text this box has not been shown with yet
     (a new form, a new box, a text added below since) is ticked: the common shape is "made from
     all of them"."""
-    seen = data.get(f"{box.prefix}-seen", "")
-    seen = int(seen) if seen.isdigit() else 0
+    seen = plain_number(data.get(f"{box.prefix}-seen", "")) or 0
     return [
         Option(
             value=position,

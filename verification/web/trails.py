@@ -24,7 +24,7 @@ from verification.scoring import OUTCOME_ICONS, TRAIL_VERDICT_LABELS, TRAIL_VERD
 from verification.selectors.result_json import retryable
 from verification.selectors.result_page import passage_parts, result_legend
 from verification.selectors.trail_result import is_trail, trail_result
-from verification.web.trail_form import TrailForm
+from verification.web.trail_form import TrailForm, plain_number
 from verification.worker import start
 
 # `is_trail` too: views.result hands a trail run to `trail_page`.
@@ -128,7 +128,7 @@ def trail_page(request: HttpRequest, verification: Verification) -> HttpResponse
 
 
 def _claim_id(value: str) -> int | None:
-    return int(value) if value.isdigit() and len(value) < 19 else None
+    return plain_number(value, digits=18)
 
 
 def entered_headline(summary: dict) -> str:
