@@ -69,3 +69,16 @@ def test_a_server_that_cannot_be_reached_is_named(settings):
         call_command("check_llm", stdout=out)
 
     assert "cannot reach the server" in out.getvalue() and "OPENAI_BASE_URL" in out.getvalue()
+
+
+def test_the_command_lines_start_names_a_model_the_server_does_not_list(fake_model, settings):
+    settings.LLM_MODELS = "gpt-5-mini"
+
+    problem = providers.llm_server_problem(None)
+
+    assert "does not list the model gpt-5-mini (it lists fake-model)" in problem and "LLM_MODELS" in problem
+    assert not fake_model.requests  # nothing asked of the model itself
+
+
+def test_the_command_lines_start_takes_a_listed_model(fake_model):
+    assert providers.llm_server_problem(None) == ""

@@ -236,13 +236,39 @@ def llm_server_problem(model_name: str | None = None) -> str:
         return ""
     variable = "OPENAI_BASE_URL" if choice.base_url == settings.OPENAI_BASE_URL else "LLM_MODELS"
     try:
-        requests.get(f"{choice.base_url.rstrip('/')}/models", timeout=LLM_SERVER_CHECK_S, allow_redirects=False)
+        answer = requests.get(
+            f"{choice.base_url.rstrip('/')}/models",
+            headers={"Authorization": f"Bearer {settings.OPENAI_API_KEY or 'unused'}"},
+            timeout=LLM_SERVER_CHECK_S,
+            allow_redirects=False,
+        )
     except requests.RequestException as error:
         return (
             f"Cannot reach the server of the model {choice.name} at {choice.base_url} ({variable}): "
             f"{_why_unreachable(error)}. Check the address and that the server is running."
         )
+    if answer.status_code == 401:
+        return f"The server of the model {choice.name} at {choice.base_url} refused the API key: check OPENAI_API_KEY."
+    listed = _listed_models(answer)
+    if listed and choice.name not in listed:
+        return (
+            f"The server at {choice.base_url} does not list the model {choice.name} (it lists "
+            f"{', '.join(sorted(listed)[:8])}): check LLM_MODELS."
+        )
     return ""
+
+
+def _listed_models(answer: requests.Response) -> set[str]:
+    """The model ids of an OpenAI-compatible model list (none from another answer)."""
+    try:
+        data = answer.json().get("data") if answer.status_code == 200 else None
+    except (ValueError, AttributeError):
+        return set()
+    return (
+        {str(entry["id"]) for entry in data if isinstance(entry, dict) and "id" in entry}
+        if isinstance(data, list)
+        else set()
+    )
 
 
 def _why_unreachable(error: requests.RequestException) -> str:
