@@ -1,6 +1,7 @@
 """The REST API: creating and reading verifications, its schema and docs, and every pipeline
 step on its own, against the fake LLM, search and sites on 127.0.0.1 (tests/fakes.py)."""
 
+import json
 import re
 import time
 import uuid
@@ -94,7 +95,7 @@ def blamed(body: dict, field: str) -> bool:
         ),
         pytest.param({"settings": {"top_k_results": 3}}, "text", "Field required", id="no-text"),
         pytest.param({"text": "It was built in 1889 \ud83d."}, "text", "binary", id="lone-surrogate"),
-        pytest.param({"text": SENTENCE, "settings": {"top_k_result": 3}}, "top_k_result", "Extra", id="misspelt"),
+        pytest.param({"text": SENTENCE, "settings": {"top_k_result": 3}}, "top_k_result", "unknown key", id="misspelt"),
         pytest.param(
             {"text": SENTENCE, "settings": {"quick": True, "evidence": "documents"}, "sources": [{"url": DOC}]},
             "quick",
@@ -121,6 +122,64 @@ def test_it_rejects_an_invalid_request_with_a_reason_and_starts_nothing(client, 
     assert says in body["detail"]
     assert blamed(body, field), body
     assert not Verification.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        pytest.param(
+            {"text": SENTENCE, "evidence": "documents"},
+            "Invalid request: unknown key 'evidence': evidence belongs inside settings",
+            id="setting-at-the-top-level",
+        ),
+        pytest.param(
+            {"text": SENTENCE, "settings": {"text": SENTENCE}},
+            "Invalid request: settings: unknown key 'text': text belongs at the top level, beside settings",
+            id="text-inside-settings",
+        ),
+        pytest.param(
+            {"text": SENTENCE, "colour": "red", "quick": True},
+            "unknown keys 'colour', 'quick': quick belongs inside settings (the keys here are text, settings, sources)",
+            id="two-at-the-top-level",
+        ),
+        pytest.param(
+            {"text": SENTENCE, "settings": {"top_k_result": 3, "evidence": "web"}},
+            "settings: unknown key 'top_k_result' (the keys here are model, retrieval_mode",
+            id="misspelt-setting",
+        ),
+        pytest.param(
+            {"text": SENTENCE, "trail": {"nodes": []}},
+            "unknown key 'trail': trail is checked by POST /api/trails",
+            id="a-trail",
+        ),
+        pytest.param(
+            {"text": SENTENCE, "sources": [{"url": DOC, "title": "Report"}]},
+            "sources.0: unknown key 'title' (the keys here are url)",
+            id="in-a-source",
+        ),
+    ],
+)
+def test_it_refuses_a_key_it_does_not_know_naming_it_and_where_it_belongs(client, configured, payload, says):
+    response = post(client, "/api/verifications", payload)
+    multipart = client.post(
+        "/api/verifications", {"payload": json.dumps(payload)}, headers={"X-Requested-With": "test"}
+    )
+
+    assert response.status_code == multipart.status_code == 400, response.content
+    assert says in response.json()["detail"] and multipart.json() == response.json()
+    assert not Verification.objects.exists()
+
+
+def test_the_request_bodies_say_they_take_no_other_keys(client):
+    schema = client.get("/api/openapi.json").json()
+    verification = schema["paths"]["/api/verifications"]["post"]["requestBody"]["content"]["application/json"]
+    trail = schema["paths"]["/api/trails"]["post"]["requestBody"]["content"]["application/json"]
+
+    body = verification["schema"]
+    assert body["additionalProperties"] is False and body["properties"]["settings"]["additionalProperties"] is False
+    assert body["properties"]["sources"]["items"]["additionalProperties"] is False
+    assert schema["components"]["schemas"][trail["schema"]["$ref"].rsplit("/", 1)[1]]["additionalProperties"] is False
 
 
 @pytest.mark.django_db

@@ -225,6 +225,23 @@ def test_an_invalid_trail_is_refused_with_the_node_and_the_problem(client, confi
     assert not Verification.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ({"nodes": []}, "unknown key 'nodes': nodes belongs inside trail"),
+        ({"settings": {"q": 2}}, "unknown key 'settings': settings is not taken by a trail run: give model and q"),
+        ({"evidence": "documents"}, "unknown key 'evidence' (the keys here are trail, model, q, quick)"),
+    ],
+    ids=["nodes-beside-the-trail", "settings", "evidence"],
+)
+def test_a_key_a_trail_run_does_not_know_is_refused_naming_it(client, configured, extra, says):
+    response = client.post("/api/trails", {"trail": trail(), **extra}, content_type="application/json")
+
+    assert response.status_code == 400, response.content
+    assert says in response.json()["detail"]
+    assert not Verification.objects.exists()
+
+
 def test_quick_mode_is_refused_for_a_trail_with_the_reason(client, configured):
     response = client.post("/api/trails", {"trail": trail(), "quick": True}, content_type="application/json")
 

@@ -32,6 +32,7 @@ from verification.api.schemas import (
     created_body,
 )
 from verification.api.steps import steps
+from verification.api.strict import StrictIn
 from verification.api.trails import trails
 from verification.clients import providers
 from verification.inputs.forms import VerificationForm
@@ -54,12 +55,12 @@ api = NinjaAPI(
 
 @api.exception_handler(NinjaValidationError)
 def invalid_request(request: HttpRequest, exc: NinjaValidationError):
-    problems = [
-        f"{'.'.join(str(p) for p in e.get('loc', ()) if p not in ('body', 'payload'))}: "
+    problems = []
+    for e in exc.errors:
+        where = ".".join(str(p) for p in e.get("loc", ()) if p not in ("body", "payload"))
         # Our own validators' messages are sentences already: pydantic's prefix adds nothing.
-        f"{str(e.get('msg')).removeprefix('Value error, ')}"
-        for e in exc.errors
-    ]
+        said = str(e.get("msg")).removeprefix("Value error, ")
+        problems.append(f"{where}: {said}" if where else said)
     return api.create_response(request, {"detail": "Invalid request: " + "; ".join(problems)}, status=400)
 
 
@@ -86,9 +87,12 @@ def step_failed(request: HttpRequest, exc: StepError):
 # --- verifications
 
 
-class RunSettingsIn(Schema):
+class RunSettingsIn(StrictIn):
     # A misspelt setting must be an error, not silently the default.
-    model_config = {"extra": "forbid"}
+    MISPLACED = {
+        "text": "belongs at the top level, beside settings",
+        "sources": "belongs at the top level, beside settings",
+    }
 
     model: str | None = None
     retrieval_mode: Literal["dense", "sparse"] | None = None
@@ -113,9 +117,7 @@ class RunSettingsIn(Schema):
     )
 
 
-class SourceIn(Schema):
-    model_config = {"extra": "forbid"}
-
+class SourceIn(StrictIn):
     url: str = Field(description="a web page or file (http or https) to read as evidence")
 
 
@@ -125,7 +127,12 @@ SOURCES_HELP = (
 )
 
 
-class VerificationIn(Schema):
+class VerificationIn(StrictIn):
+    MISPLACED = {
+        **dict.fromkeys(RunSettingsIn.model_fields, "belongs inside settings"),
+        "trail": "is checked by POST /api/trails",
+    }
+
     text: str = Field(description=f"The text to verify, at most {settings.MAX_TEXT_CHARS:,} characters.")
     settings: RunSettingsIn = RunSettingsIn()
     sources: list[SourceIn] = Field([], description=SOURCES_HELP)

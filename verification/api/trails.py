@@ -6,12 +6,13 @@ from typing import Any
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, JsonResponse
-from ninja import Field, Router, Schema
+from ninja import Field, Router
 from ninja.responses import Status
 
 from verification import selectors, services
 from verification.access import limits, ownership
 from verification.api.schemas import BODY_ERRORS, Error, VerificationCreated, created_body
+from verification.api.strict import StrictIn
 from verification.clients import providers
 from verification.inputs.trails import MAX_Q, TrailRefused, trail_submission
 from verification.pipeline.trail_graph import TRAIL_JSON_SCHEMA
@@ -26,8 +27,11 @@ QUICK_REFUSED_FOR_TRAILS = (
 )
 
 
-class TrailIn(Schema):
-    model_config = {"extra": "forbid"}
+class TrailIn(StrictIn):
+    MISPLACED = {
+        "nodes": "belongs inside trail",
+        "settings": "is not taken by a trail run: give model and q at the top level, beside trail",
+    }
 
     trail: dict[str, Any] = Field(
         description="The texts that made the final text: sources, intermediate outputs and the final text, each "
