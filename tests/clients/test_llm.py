@@ -56,6 +56,9 @@ class Reply:
         default_factory=lambda: {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
     )
     headers: dict = field(default_factory=dict)
+    # An error's own body (a server's shape), instead of the default one.
+    body: object = None
+    finish_reason: str = "stop"
 
 
 class _ScriptedHandler(BaseHTTPRequestHandler):
@@ -78,13 +81,13 @@ class _ScriptedHandler(BaseHTTPRequestHandler):
                     {
                         "index": 0,
                         "message": {"role": "assistant", "content": reply.content},
-                        "finish_reason": "stop",
+                        "finish_reason": reply.finish_reason,
                     }
                 ],
                 "usage": reply.usage,
             }
         else:
-            payload = {"error": {"message": f"scripted {reply.status}", "type": "scripted"}}
+            payload = reply.body or {"error": {"message": f"scripted {reply.status}", "type": "scripted"}}
         data = json.dumps(payload).encode()
         self.send_response(reply.status)
         self.send_header("Content-Type", "application/json")
@@ -697,3 +700,116 @@ def serve():
 @pytest.fixture
 def serve_html(serve):
     return serve(b"<html>hello</html>", "text/html")
+
+
+# --- real servers' habits (issue 37)
+
+MISTRAL_422 = {
+    "object": "error",
+    "message": {
+        "detail": [
+            {"type": "extra_forbidden", "loc": ["body", "reasoning_effort"], "msg": "Extra inputs are not permitted"}
+        ]
+    },
+    "type": "invalid_request_error",
+    "param": None,
+    "code": None,
+}
+GPT5_TEMPERATURE = {
+    "error": {
+        "message": "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) "
+        "value is supported.",
+        "type": "invalid_request_error",
+        "param": "temperature",
+        "code": "unsupported_value",
+    }
+}
+
+
+def test_a_thinking_block_in_the_answer_is_never_parsed_and_its_tokens_are_counted(scripted):
+    draft = '{"source_type": "blog"} no wait'
+    server = scripted(Reply(content=f'<think>The host looks like a blog. {draft}</think>\n{{"source_type": "wiki"}}'))
+    client = make_client(server.url)
+
+    assert ask(client) == "wiki"
+    assert client.usage.reasoning_tokens > 0
+    assert client.capabilities.thinking == "inline"
+
+
+def test_a_refused_field_is_learned_once_and_the_request_sent_again_without_it(scripted):
+    server = scripted(Reply(status=422, body=MISTRAL_422), Reply())
+    client = make_client(server.url)
+
+    assert ask(client) == "wiki" and ask(client) == "wiki"
+
+    sent = [body for _, body in server.requests]
+    assert len(sent) == 3 and "reasoning_effort" in sent[0]
+    assert not any("reasoning_effort" in body for body in sent[1:])
+    assert client.lessons == ["reasoning effort refused: sent without one"]
+
+
+def test_another_client_of_the_same_server_and_model_does_not_pay_the_lesson_again(scripted):
+    server = scripted(Reply(status=400, body=GPT5_TEMPERATURE), Reply())
+
+    ask(make_client(server.url))
+    ask(make_client(server.url))
+
+    assert [("temperature" in body) for _, body in server.requests] == [True, False, False]
+
+
+def test_a_refusal_factsite_cannot_get_round_gives_the_servers_own_words(scripted):
+    refusal = {"error": {"message": "Your organization must be verified to use this model.", "param": None}}
+    server = scripted(Reply(status=400, body=refusal))
+
+    with pytest.raises(StepError) as failure:
+        make_client(server.url).complete(
+            system=SYSTEM, user="Host: a", schema_name="source_type", schema=None, parse=lambda answer: answer
+        )
+
+    assert "Your organization must be verified to use this model." in str(failure.value)
+    assert "also after retries" not in str(failure.value) and len(server.requests) == 1
+
+
+def test_an_answer_cut_at_its_cap_fails_with_that_reason(scripted):
+    server = scripted(Reply(content='{"source_type": "wi', finish_reason="length"))
+
+    with pytest.raises(StepError, match="cut at its cap of 8 tokens"):
+        make_client(server.url).complete(
+            system=SYSTEM,
+            user="Host: a",
+            schema_name="source_type",
+            schema=SCHEMA,
+            parse=parse_source_type,
+            max_tokens=8,
+        )
+
+    assert server.requests[0][1]["max_completion_tokens"] == 8
+
+
+def test_an_answer_cut_at_its_cap_after_it_was_complete_is_used(scripted):
+    server = scripted(Reply(content='{"source_type": "wiki"} I hope this helps. I hope', finish_reason="length"))
+
+    answer = make_client(server.url).complete(
+        system=SYSTEM,
+        user="Host: a",
+        schema_name="source_type",
+        schema=SCHEMA,
+        parse=parse_source_type,
+        max_tokens=8,
+        done=lambda text: "}" in text,
+    )
+
+    assert answer == "wiki"
+
+
+def test_a_model_found_thinking_when_its_answer_was_cut_is_asked_again_with_room_to_think(scripted):
+    server = scripted(Reply(content="<think>Let me consider the host", finish_reason="length"), Reply())
+    client = make_client(server.url)
+
+    answer = client.complete(
+        system=SYSTEM, user="Host: a", schema_name="source_type", schema=SCHEMA, parse=parse_source_type, max_tokens=8
+    )
+
+    assert answer == "wiki"
+    caps = [body["max_completion_tokens"] for _, body in server.requests]
+    assert caps == [8, 8 + client.reasoning_tokens]
