@@ -338,3 +338,40 @@ def test_a_hyphenated_verdict_in_plain_text_is_understood():
         ("a", Verdict.NOT_SUPPORTED, "the page says 1887"),
         ("b", Verdict.SUPPORTED, "it says so"),
     ]
+
+
+# --- prompts that fit the server's context (issue 37)
+
+
+def long_claims() -> list[ClaimToJudge]:
+    return [
+        ClaimToJudge(
+            text=f"Claim {c} about the tower.",
+            context="",
+            items=tuple(
+                EvidenceToJudge(key=f"c{c}e{i}", source_title="", passage=f"Passage {c}.{i} " + "words " * 150)
+                for i in range(3)
+            ),
+        )
+        for c in range(2)
+    ]
+
+
+def test_items_that_do_not_fit_one_prompt_are_asked_in_as_many_calls_as_they_need():
+    model = FakeModel("Others: irrelevant")
+
+    judgements = judge_claims(model, long_claims(), prompt_tokens=1000)
+
+    assert [j.key for j in judgements] == [f"c{c}e{i}" for c in range(2) for i in range(3)]
+    assert len(model.calls) > 1
+    assert all(len(call["system"] + call["user"]) // 3 <= 1000 for call in model.calls)
+    # Each claim is written once per prompt that holds its items.
+    assert sum(call["user"].count("Claim 0 about") for call in model.calls) <= len(model.calls)
+
+
+def test_without_a_known_context_the_batch_is_one_call():
+    model = FakeModel("Others: irrelevant")
+
+    judge_claims(model, long_claims())
+
+    assert len(model.calls) == 1

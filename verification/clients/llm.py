@@ -51,6 +51,8 @@ MAX_LESSONS = 6
 # the same part wait for its answer (at most this long), so a refusal is paid once, not once
 # per concurrent call.
 FIRST_REQUEST_WAIT_S = 3.0
+# Room kept in a known context for a call's answer (steps cap theirs at a few hundred tokens).
+ANSWER_ROOM_TOKENS = 768
 # Below this many prompt tokens, a short count by the server is no sign of a cut prompt.
 CUT_CHECK_MIN_TOKENS = 1000
 # A server that reports fewer than this share of the tokens sent did not read the whole prompt.
@@ -206,6 +208,16 @@ class LLMClient:
         """The server's context in tokens (0: not known): what a step's prompt must fit in."""
         return self.capabilities.context_tokens
 
+    def prompt_budget(self) -> int:
+        """The prompt tokens one call may send (0: no limit known): the context, less room for
+        the answer and, for a model that thinks, for its thinking (a local server counts both in
+        its context)."""
+        known = self.capabilities
+        if not known.context_tokens:
+            return 0
+        thinking = min(self.reasoning_tokens, known.context_tokens // 4) if known.thinks else 0
+        return max(ANSWER_ROOM_TOKENS, known.context_tokens - thinking - ANSWER_ROOM_TOKENS)
+
     def remember(self, capabilities: Capabilities) -> None:
         self._store.put(self.store_key, capabilities.as_dict())
 
@@ -229,7 +241,10 @@ class LLMClient:
         `done`: whether an answer is complete; one cut at its cap is used only if it is (a model
         that writes on after its answer), otherwise the call fails with that reason."""
         problem = ""
-        ask = Ask(system, user, schema_name, schema, logprobs, max_tokens, self.reasoning_tokens, done=done)
+        thinking_room = self.reasoning_tokens
+        if self.context_tokens:
+            thinking_room = min(thinking_room, self.context_tokens // 4)
+        ask = Ask(system, user, schema_name, schema, logprobs, max_tokens, thinking_room, done=done)
         for _attempt in range(2):
             asked = _Logprobs(logprobs) if logprobs else None
             if on_text is not None and schema is None and self.capabilities.stream:

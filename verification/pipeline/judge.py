@@ -111,8 +111,42 @@ def _title(item: EvidenceToJudge) -> str:
     return f" (from: {title})" if title and not item.passage.startswith(title) else ""
 
 
-def judge_claims(llm: JsonLLM, claims: Sequence[ClaimToJudge]) -> list[Judgement]:
-    """One call for up to BATCH_SIZE items of several claims; a judgement per item, in order."""
+def judge_claims(llm: JsonLLM, claims: Sequence[ClaimToJudge], *, prompt_tokens: int = 0) -> list[Judgement]:
+    """One call for up to BATCH_SIZE items of several claims; a judgement per item, in order.
+    `prompt_tokens`: what one prompt may hold (a server's context, LLM_CONTEXT_TOKENS): items
+    that do not fit together are asked in as many calls as they need (0: one call)."""
+    return [judgement for part in fit_prompts(claims, prompt_tokens) for judgement in _judge_together(llm, part)]
+
+
+def fit_prompts(claims: Sequence[ClaimToJudge], prompt_tokens: int) -> list[list[ClaimToJudge]]:
+    """The claims and their items in order, cut into groups whose prompt fits `prompt_tokens`
+    (0: one group); an item too large alone still gets a call of its own."""
+    if not prompt_tokens:
+        return [list(claims)]
+    budget = prompt_tokens - _tokens(SYSTEM_PROMPT)
+    groups: list[list[ClaimToJudge]] = [[]]
+    for claim in claims:
+        for item in claim.items:
+            grown = _with_item(groups[-1], claim, item)
+            if groups[-1] and _tokens(build_prompt(grown)) > budget:
+                groups.append(_with_item([], claim, item))
+            else:
+                groups[-1] = grown
+    return [group for group in groups if group]
+
+
+def _with_item(group: list[ClaimToJudge], claim: ClaimToJudge, item: EvidenceToJudge) -> list[ClaimToJudge]:
+    if group and group[-1].text == claim.text and group[-1].context == claim.context:
+        return [*group[:-1], replace(group[-1], items=(*group[-1].items, item))]
+    return [*group, replace(claim, items=(item,))]
+
+
+def _tokens(text: str) -> int:
+    # Three characters a token: a floor for English prose, so a prompt estimated to fit does.
+    return len(text) // 3
+
+
+def _judge_together(llm: JsonLLM, claims: Sequence[ClaimToJudge]) -> list[Judgement]:
     items = [item for claim in claims for item in claim.items]
     labels = {f"E{i}": item.key for i, item in enumerate(items, start=1)}
     return llm.complete(

@@ -104,7 +104,7 @@ def judge_items(verification: Verification, items: list[Evidence]) -> None:
         for group in by_claim.values()
     ]
     try:
-        judgements = judge.judge_claims(llm, claims)
+        judgements = judge.judge_claims(llm, claims, prompt_tokens=llm.prompt_budget())
     except StepError as error:
         services.evidence_fail([e.pk for e in unknown], reason=f"judging failed: {error}", transient=error.transient)
         return

@@ -71,11 +71,21 @@ def load_trail(verification_id) -> Trail:
     )
 
 
-def selection_options() -> SelectionOptions:
+# Tokens of a selection prompt besides the text's sentences: its instructions and the claims.
+PROMPT_ROOM_TOKENS = 1000
+
+
+def selection_options(prompt_tokens: int = 0) -> SelectionOptions:
+    """`prompt_tokens`: what one prompt may hold at the model's server (0: not known), which
+    lowers TRAIL_PROMPT_CHARS for a small context (three characters a token, with room for the
+    instructions and the claims of a shared call)."""
     top_k = settings.TRAIL_RANK_TOP_K
+    chars = settings.TRAIL_PROMPT_CHARS
+    if prompt_tokens:
+        chars = max(1000, min(chars, (prompt_tokens - PROMPT_ROOM_TOKENS) * 3))
     return SelectionOptions(
         max_sentences_per_prompt=settings.TRAIL_PROMPT_SENTENCES,
-        max_chars_per_prompt=settings.TRAIL_PROMPT_CHARS,
+        max_chars_per_prompt=chars,
         rank_top_k=top_k or None,
         rank_above_sentences=settings.TRAIL_RANK_ABOVE_SENTENCES if top_k else None,
     )
@@ -168,7 +178,7 @@ def trail_select(selection_id: int, alone: bool = False) -> None:
     batch = [selection, *peers]
     text = TrailNode.objects.get(verification=verification, key=selection.node_key).text
     llm = providers.llm_client(verification.settings["model"], priority=claim.sentence.index)
-    options = selection_options()
+    options = selection_options(llm.prompt_budget())
     keys = {
         s.pk: cache_key("trail-select", llm.base_url, llm.model, SYSTEM_PROMPT, s.round.claim.text, text, repr(options))
         for s in batch
