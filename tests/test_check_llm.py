@@ -82,3 +82,17 @@ def test_the_command_lines_start_names_a_model_the_server_does_not_list(fake_mod
 
 def test_the_command_lines_start_takes_a_listed_model(fake_model):
     assert providers.llm_server_problem(None) == ""
+
+
+def test_readyz_says_a_model_check_llm_found_unusable_is_down(fake_model, settings, client):
+    settings.LLM_MODELS = "gpt-5-mini"
+    assert "models" not in client.get("/readyz").json()["checks"]  # nothing checked yet
+
+    with pytest.raises(CommandError):
+        check()
+    down = client.get("/readyz")
+
+    assert down.status_code == 503 and down.json()["checks"]["models"] == "down"
+    settings.LLM_MODELS = "fake-model"
+    check()
+    assert client.get("/readyz").json()["checks"]["models"] == "ok"

@@ -96,6 +96,23 @@ class _SharedCapabilities:
 SHARED_CAPABILITIES = _SharedCapabilities()
 
 
+def _check_key(choice: ModelChoice) -> str:
+    return f"factsite:llm-check:v1:{choice.base_url}|{choice.name}"
+
+
+def model_check_keep(model_name: str, problem: str) -> None:
+    """What `check_llm` found of a configured model ("" when it can be used), for /readyz."""
+    choice = next((c for c in model_choices() if c.name == model_name), None)
+    if choice is not None:
+        cache.set(_check_key(choice), {"problem": problem}, settings.LLM_CAPABILITIES_TTL)
+
+
+def model_checks() -> dict[str, str]:
+    """{model: its problem, "" when usable} for the configured models `check_llm` has checked."""
+    kept = {choice.name: cache.get(_check_key(choice)) for choice in model_choices()}
+    return {name: found["problem"] for name, found in kept.items() if isinstance(found, dict)}
+
+
 def _per_thread(factory, **config):
     """One client per thread and configuration: requests sessions are not thread-safe, and a
     changed setting must not keep using a client built from the old one."""

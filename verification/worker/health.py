@@ -61,11 +61,31 @@ def healthz() -> JsonResponse:
 
 def readyz() -> JsonResponse:
     global _migrated
-    if _migrated:
-        return _answer({"migrations": "ok"})
-    checks = run_checks({"migrations": check_migrations})
-    _migrated = checks["migrations"] == "ok"
+    if not _migrated:
+        checks = run_checks({"migrations": check_migrations})
+        _migrated = checks["migrations"] == "ok"
+    else:
+        checks = {"migrations": "ok"}
+    checks.update(models_checked())
     return _answer(checks)
+
+
+def models_checked() -> dict[str, str]:
+    """`models`: "down" when `manage.py check_llm` last found a configured model unusable (a
+    refused key, an unknown model or address), "ok" when it found them all usable; nothing when
+    no check is kept. Read from the cache only: a readiness probe never asks the model itself."""
+    from verification.clients import providers
+
+    try:
+        found = providers.model_checks()
+    except Exception:  # the cache is down: /healthz says so
+        return {}
+    if not found:
+        return {}
+    unusable = {name: problem for name, problem in found.items() if problem}
+    for name, problem in unusable.items():
+        logger.warning("readyz: the model %s cannot be used: %s", name, problem)
+    return {"models": "down" if unusable else "ok"}
 
 
 ENDPOINTS = {"/healthz": healthz, "/readyz": readyz}

@@ -24,6 +24,7 @@ class Command(BaseCommand):
         unusable = []
         for name in [model] if model else names:
             report = llm_check.check_model(providers.llm_client(name), api_key=settings.OPENAI_API_KEY)
+            providers.model_check_keep(name, report.problem)
             self.stdout.write(llm_check.table(report) + "\n")
             if not report.ok:
                 unusable.append(name)
