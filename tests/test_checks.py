@@ -1,15 +1,19 @@
 """Everyday use (issue 17): "My checks" lists the runs this browser (or API caller) started and
 nobody else's; their creator may delete them (the permalink then says so) and cancel one under way."""
 
+import logging
 import re
+import sys
 import time
 
 import lxml.html
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils import timezone
 
+from factsite.logs import RefusalsWithoutTraceback
 from verification.models import Claim, DeletedVerification, Evidence, Sentence, Source, Upload, Verification
 
 TEXT = "The Eiffel Tower is in Paris, France. It was completed in 1889."
@@ -159,6 +163,37 @@ def test_only_the_creator_may_delete(client, configured):
 
     assert client.delete(f"/api/verifications/{run.pk}").status_code == 204
     assert client.delete(f"/api/verifications/{run.pk}").status_code == 404
+
+
+@pytest.mark.django_db
+def test_a_refused_request_logs_one_line_without_a_traceback(client, configured, caplog):
+    run = started(client)
+    stranger, forger = Client(), Client(enforce_csrf_checks=True)
+    caplog.set_level(logging.INFO)
+
+    refused = {
+        f"/v/{run.pk}/delete": stranger.post(f"/v/{run.pk}/delete"),
+        f"/v/{run.pk}/cancel": stranger.post(f"/v/{run.pk}/cancel"),
+        f"/api/verifications/{run.pk}": stranger.delete(f"/api/verifications/{run.pk}"),
+        "/": forger.post("/", {"text": TEXT}),
+    }
+
+    assert {response.status_code for response in refused.values()} == {403}
+    for path in refused:
+        said = [record for record in caplog.records if record.getMessage().endswith(f": {path}")]
+        assert len(said) == 1 and said[0].getMessage().startswith("Forbidden"), [r.getMessage() for r in said]
+        assert said[0].exc_info is None and said[0].exc_text is None
+    assert "Traceback" not in caplog.text
+
+
+@pytest.mark.parametrize(("status", "kept"), [(400, False), (403, False), (500, True), (None, True)])
+def test_only_a_refusal_loses_its_traceback_in_the_log(status, kept):
+    try:
+        raise PermissionDenied("no")
+    except PermissionDenied:
+        record = logging.makeLogRecord({"msg": "Forbidden", "exc_info": sys.exc_info(), "status_code": status})
+
+    assert RefusalsWithoutTraceback().filter(record) and (record.exc_info is not None) is kept
 
 
 @pytest.mark.django_db

@@ -5,6 +5,7 @@ the ORM (fast, exact); tests/browser/test_trails_ui.py runs one on the real work
 import io
 import json
 
+import lxml.html
 import pytest
 from django.http import QueryDict
 from django.utils import timezone
@@ -379,6 +380,23 @@ def test_a_claim_in_the_address_that_is_no_claim_id_selects_nothing(client, conf
     response = client.get(f"/v/{run.pk}?claim={claim}")
 
     assert response.status_code == 200 and 'id="claim-verdict"' not in response.content.decode()
+
+
+def test_the_trail_page_has_no_inline_style_for_the_content_security_policy_to_refuse(client, configured):
+    run = finished_trail()
+    query = f"?claim={claim_id(run, 'opened')}"
+    pages = [
+        client.get(f"/v/{run.pk}"),
+        client.get(f"/v/{run.pk}{query}"),
+        client.get(f"/v/{run.pk}{query}", headers=HTMX),
+    ]
+    Verification.objects.filter(pk=run.pk).update(status=Status.RUNNING)
+    pages += [client.get(f"/v/{run.pk}{query}"), client.get("/trail")]
+
+    assert "style-src 'self'" in pages[0]["Content-Security-Policy"]
+    for page in pages:
+        html = lxml.html.fromstring(page.content.decode())
+        assert html.xpath("//*[@style]") == [] and html.xpath("//style") == []
 
 
 def test_outside_text_on_the_trail_page_is_escaped(client, configured):
