@@ -9,6 +9,7 @@ from email.message import Message
 from http.server import BaseHTTPRequestHandler
 from types import SimpleNamespace
 
+import openai
 import pytest
 from tenacity import nap
 
@@ -342,7 +343,20 @@ def test_it_reports_an_unknown_model(scripted):
     with pytest.raises(StepError) as error:
         ask(make_client(server.url))
 
-    assert str(error.value) == (f"the LLM server at {server.url}/v1 does not know the model test-model (HTTP 404)")
+    assert str(error.value) == (
+        f"the LLM server at {server.url}/v1 does not know the model test-model (HTTP 404) "
+        "(check LLM_MODELS and OPENAI_BASE_URL)"
+    )
+    assert error.value.transient is False  # asking again meets the same answer
+
+
+def test_azures_legacy_route_is_told_to_use_the_v1_route():
+    from verification.clients.llm import describe_api_error
+
+    legacy = "https://res.openai.azure.com/openai/deployments/gpt5"
+    error = openai.NotFoundError.__new__(openai.NotFoundError)  # only its kind is read
+
+    assert "/openai/v1/" in describe_api_error(error, "gpt5", legacy)
 
 
 def test_it_reports_a_server_that_does_not_answer_in_time(fake_llm):

@@ -316,7 +316,10 @@ class LLMClient:
                     self.remember(capabilities)
                 continue
             except openai.APIError as error:
-                raise StepError(describe_api_error(error, self.model, self.base_url)) from error
+                final = isinstance(
+                    error, openai.AuthenticationError | openai.NotFoundError | openai.PermissionDeniedError
+                )
+                raise StepError(describe_api_error(error, self.model, self.base_url), transient=not final) from error
             finally:
                 if first is not None:
                     first.set()
@@ -331,10 +334,11 @@ class LLMClient:
             learned = caps.context_in_message(refusal.message)
             if learned and not capabilities.context_tokens:
                 self.remember(replace(capabilities, context_tokens=learned))
-            raise StepError(describe_context_exceeded(refusal, self.model, self.base_url, learned))
+            raise StepError(describe_context_exceeded(refusal, self.model, self.base_url, learned), transient=False)
         learned, lesson = learn(capabilities, refusal, body)
         if not lesson:
-            raise StepError(describe_refusal(refusal, self.model, self.base_url))
+            # The same request would be refused again: "Retry failed parts" leaves it alone.
+            raise StepError(describe_refusal(refusal, self.model, self.base_url), transient=False)
         logger.info("%s at %s: %s (%s)", self.model, self.base_url, lesson, refusal.message)
         self.lessons.append(lesson)
         return learned
@@ -383,7 +387,7 @@ class LLMClient:
             current = self.capabilities
             if not current.context_tokens:
                 self.remember(replace(current, context_tokens=read))
-            raise StepError(describe_silent_cut(self.model, self.base_url, sent, read))
+            raise StepError(describe_silent_cut(self.model, self.base_url, sent, read), transient=False)
 
     def _streamed(self, ask: Ask, on_text: Callable[..., Any], asked: _Logprobs | None = None) -> str:
         """A plain-text answer asked for as a stream: `on_text` gets the answer so far (its
@@ -533,7 +537,13 @@ def describe_api_error(error: openai.APIError, model: str, base_url: str) -> str
     if isinstance(error, openai.AuthenticationError):
         return f"the LLM server refused the API key (HTTP 401): check OPENAI_API_KEY for {model}"
     if isinstance(error, openai.NotFoundError):
-        return f"the LLM server at {base_url} does not know the model {model} (HTTP 404)"
+        hint = (
+            ": Azure's plain client works only on the v1 route (https://<resource>.openai.azure.com/openai/v1/ "
+            "as OPENAI_BASE_URL, the deployment name as the model)"
+            if ".azure." in base_url and "/openai/v1" not in base_url
+            else " (check LLM_MODELS and OPENAI_BASE_URL)"
+        )
+        return f"the LLM server at {base_url} does not know the model {model} (HTTP 404){hint}"
     if isinstance(error, openai.APIStatusError):
         return f"the LLM server answered HTTP {error.status_code} for {model}, also after retries"
     if isinstance(error, openai.APITimeoutError):
