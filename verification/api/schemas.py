@@ -185,6 +185,7 @@ class Usage(Schema):
     llm_calls: Count
     prompt_tokens: Count
     completion_tokens: Count
+    reasoning_tokens: Count = Field(0, description="of the completion tokens, those the model spent thinking")
     searches: Count
     llm_cached: Count = Field(0, description="model answers reused from earlier runs (the cache) instead of asked")
     searches_cached: Count = Field(0, description="web searches reused from earlier runs (the cache) instead of sent")
