@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+from tests import llm_servers
+from tests.llm_servers import Reply, ServerProfile
 from tests.trail_model import TrailTestModel
 from verification.pipeline import decompose, trail_select, trail_select_many, trail_verdict
 
@@ -83,6 +85,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _LLMHandler(_Handler):
     def do_GET(self) -> None:
+        if self.owner.profile is not None:
+            return self._json(*llm_servers.listing(self.owner.profile, self.path))
         # The OpenAI-compatible model list, which `manage.py verify` asks for before a run.
         if not self.path.rstrip("/").endswith("/models"):
             return self._json(404, {"error": {"message": "not found"}})
@@ -90,15 +94,26 @@ class _LLMHandler(_Handler):
 
     def do_POST(self) -> None:
         server: FakeLLM = self.owner
+        sent = self._body()
+        refused = server.refusal(self.path, sent)
+        if refused is not None:
+            return self._json(refused.status, refused.body)
         if not self.path.rstrip("/").endswith("/chat/completions"):
             return self._json(404, {"error": {"message": "not found"}})
-        request = self._body()
+        request, cut = llm_servers.as_read(server.profile, sent)
         with server._lock:
             server.at_once += 1
             server.most_at_once = max(server.most_at_once, server.at_once)
+            server.prompt_tokens_cut += cut
         try:
             time.sleep(server.latency)
-            status, content = server.answer(request)
+            try:
+                status, content = server.answer(request)
+            except (KeyError, AttributeError, IndexError):
+                if not cut:
+                    raise
+                # What the prompt asked about was cut off its front: a model answers all the same.
+                status, content = 200, llm_servers.LOST_TEXT
             with server._lock:
                 server.answers.append(content)
             prompt = " ".join(m["content"] for m in request["messages"])
@@ -111,18 +126,18 @@ class _LLMHandler(_Handler):
 
     def _answer(self, request: dict, status: int, content: str, prompt: str) -> None:
         server: FakeLLM = self.owner
-        usage = {
-            "prompt_tokens": len(prompt) // 4,
-            "completion_tokens": len(content) // 4,
-            "total_tokens": (len(prompt) + len(content)) // 4,
-        }
+        reply = llm_servers.reply(server.profile, request, content, prompt)
         read = server.prompt_read(request, prompt)
         if status == 200 and request.get("stream") and server.streams:
             time.sleep(server.answer_seconds(read, 0))
-            return self._stream(request, content, usage)
-        time.sleep(server.answer_seconds(read, len(content) // 4 if status == 200 else 0))
+            return self._stream(request, reply)
+        time.sleep(server.answer_seconds(read, reply.usage["completion_tokens"] if status == 200 else 0))
         if status != 200:
             return self._json(status, {"error": {"message": content, "type": "fake_error"}})
+        server.count_reasoning(reply)
+        message = {"role": "assistant", "content": reply.content}
+        if reply.reasoning_field:
+            message[reply.reasoning_field] = reply.reasoning
         self._json(
             200,
             {
@@ -133,21 +148,23 @@ class _LLMHandler(_Handler):
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                        "logprobs": {"content": server.token_logprobs(content)}
+                        "message": message,
+                        "finish_reason": reply.finish_reason,
+                        "logprobs": {"content": server.token_logprobs(reply.content)}
                         if _gives_logprobs(server, request)
                         else None,
                     }
                 ],
-                "usage": usage,
+                "usage": reply.usage,
             },
         )
 
-    def _stream(self, request: dict, content: str, usage: dict) -> None:
+    def _stream(self, request: dict, reply: Reply) -> None:
         """The answer as server-sent events, a piece of a few tokens at a time, each after the
-        time the model takes to write it; the usage last when `stream_options` asks for it."""
+        time the model takes to write it (thinking in a field of its own first); the usage last
+        when `stream_options` asks for it."""
         server: FakeLLM = self.owner
+        content, usage = reply.content, reply.usage
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -155,6 +172,11 @@ class _LLMHandler(_Handler):
         chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time())}
         chunk["model"] = request.get("model", "fake")
         self._event({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+        time.sleep(server.writing_seconds(reply.hidden_tokens))
+        for piece in _pieces(reply.reasoning):
+            time.sleep(server.writing_seconds(len(piece) / 4))
+            delta = {reply.reasoning_field: piece}
+            self._event({**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
         written = ""
         # With logprobs, a token per event, as a server streams them.
         tokens = server.token_logprobs(content) if _gives_logprobs(server, request) else None
@@ -167,8 +189,9 @@ class _LLMHandler(_Handler):
             if server.usage_in_every_event:
                 event["usage"] = usage | {"completion_tokens": len(written) // 4}
             self._event(event)
-        self._event({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        self._event({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]})
         if (request.get("stream_options") or {}).get("include_usage"):
+            server.count_reasoning(reply)
             self._event({**chunk, "choices": [], "usage": usage})
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")
@@ -248,6 +271,10 @@ class FakeLLM(LoopbackServer):
     # the cut nearest its middle, into up to n claims that each name the subject (bench/laptop.py
     # --heavy: real models give about two claims a sentence).
     claims_per_sentence: int = 1
+    # A real server's ways (tests/llm_servers.py, PROFILES): what it refuses and in which words,
+    # what it drops, where its thinking goes, a prompt or an answer too long for it. None: takes
+    # everything, thinks not at all.
+    profile: ServerProfile | None = None
 
     def __post_init__(self) -> None:
         LoopbackServer.__init__(self, _LLMHandler)
@@ -269,9 +296,32 @@ class FakeLLM(LoopbackServer):
         self._turns = threading.Condition(self._lock)
         self._working = 0
         self.most_working = 0  # the most requests the model worked on at once (with `slots`)
+        # With a profile: each request as sent (refused or not), the refusals by what they name
+        # ("temperature", "stream_options", "context", "path") and in order as (status, name),
+        # the reasoning tokens its usage reported, the prompt tokens cut off the front (Ollama).
+        self.sent: list[dict] = []
+        self.refused: Counter[str] = Counter()
+        self.refusals: list[tuple[int, str]] = []
+        self.reasoning_tokens = 0
+        self.prompt_tokens_cut = 0
 
     def release(self) -> None:
         self._released.set()
+
+    def refusal(self, path: str, request: dict) -> llm_servers.Refused | None:
+        if self.profile is None:
+            return None
+        refused = llm_servers.refusal(self.profile, path, request)
+        with self._lock:
+            self.sent.append(request)
+            if refused is not None:
+                self.refused[refused.param] += 1
+                self.refusals.append((refused.status, refused.param))
+        return refused
+
+    def count_reasoning(self, reply: Reply) -> None:
+        with self._lock:
+            self.reasoning_tokens += reply.reasoning_tokens
 
     def hosts_asked(self) -> Counter[str]:
         """How many times the categorizer was asked about each host, alone or with others."""
