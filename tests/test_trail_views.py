@@ -8,6 +8,7 @@ import json
 import lxml.html
 import pytest
 from django.http import QueryDict
+from django.test import Client
 from django.utils import timezone
 
 from tests.conftest import MODEL, ROOT
@@ -465,3 +466,61 @@ def test_a_finished_trail_run_is_served_by_the_run_endpoint_with_its_evidence_tr
     body = response.json()
     assert body["status"] == "done" and body["settings"]["evidence"] == "trail" and body["evidence"] == "trail"
     assert body["settings"]["trail_q"] == run.settings["trail_q"]
+
+
+# --- a trail's texts are its creator's, as a web check's documents are (issue 38.4)
+
+# Sentences of the example's texts that no selection holds: one the model was shown beside a
+# selected sentence (a neighbour, for context), one of a text it read and selected nothing in.
+NEIGHBOUR = "Gustave Eiffel's company designed and built the tower."
+UNSELECTED = "Millions of people visit the tower every year."
+
+
+def owned_trail() -> tuple[Verification, str]:
+    """The example's finished run, started by the browser or API caller holding the token; its
+    selection in src-a showed the model a neighbour of the sentence it selected."""
+    run, token = finished_trail(), ownership.new_token()
+    Verification.objects.filter(pk=run.pk).update(creator=ownership.creator_key(token))
+    selection = TrailSelection.objects.get(round__claim__text__contains="opened", node_key="src-a")
+    selection.result = {**selection.result, "sentences": {"S1": OPENED, "S2": NEIGHBOUR}}
+    selection.save()
+    return run, token
+
+
+def downloads(client: Client, run: Verification, **headers) -> dict[str, str]:
+    query = f"?claim={claim_id(run, 'opened')}"
+    paths = [f"/v/{run.pk}{query}", f"/v/{run.pk}/report.md", f"/v/{run.pk}/report.html", f"/v/{run.pk}/evidence.csv"]
+    read = {path: client.get(path, headers=headers) for path in [*paths, f"/api/trails/{run.pk}"]}
+    assert all(response.status_code == 200 for response in read.values())
+    return {path: response.content.decode() for path, response in read.items()}
+
+
+def test_a_visitor_sees_a_trails_claims_verdicts_and_selected_sentences_but_not_its_texts(configured):
+    run, _ = owned_trail()
+
+    read = downloads(Client(), run)
+
+    for path, body in read.items():
+        assert "The Eiffel Tower opened in Paris in 1889." in body, path  # selected in src-a
+        assert "not fully supported" in body or "not_fully_supported" in body, path
+        assert UNSELECTED not in body and NEIGHBOUR not in body, path
+    nodes = {node["id"]: node for node in json.loads(read[f"/api/trails/{run.pk}"])["nodes"]}
+    assert nodes["src-a"]["text"] is None and nodes["src-a"]["text_withheld"]
+    assert nodes["final"]["text"] == TEXTS["final"]  # the text checked, shown to anyone as for any run
+    selection = json.loads(read[f"/api/trails/{run.pk}"])["claims"][0]["rounds"][1]["selections"][0]
+    assert selection["node"] == "src-a" and selection["sentences"] == {"S1": OPENED}
+    assert 'id="texts-withheld"' in read[f"/v/{run.pk}?claim={claim_id(run, 'opened')}"]
+
+
+def test_the_creator_of_a_trail_reads_its_texts_whole(configured):
+    run, token = owned_trail()
+    creator = Client()
+    creator.cookies[ownership.COOKIE] = token
+
+    page = creator.get(f"/v/{run.pk}?claim={claim_id(run, 'opened')}").content.decode()
+    result = Client().get(f"/api/trails/{run.pk}", headers={ownership.HEADER: token}).json()
+
+    assert UNSELECTED in page and 'id="texts-withheld"' not in page
+    nodes = {node["id"]: node for node in result["nodes"]}
+    assert nodes["src-b"]["text"] == TEXTS["src-b"] and not nodes["src-b"]["text_withheld"]
+    assert result["claims"][0]["rounds"][1]["selections"][0]["sentences"] == {"S1": OPENED, "S2": NEIGHBOUR}

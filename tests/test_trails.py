@@ -33,8 +33,10 @@ MANY = trail_select_many.SYSTEM_PROMPT
 
 
 def start(client, body: dict) -> str:
+    """Starts a trail run; the client then sends the owner token it was given, as its creator."""
     response = client.post("/api/trails", body, content_type="application/json")
     assert response.status_code == 201, response.content
+    client.defaults["HTTP_X_CLIENT_TOKEN"] = response["X-Client-Token"]
     return response.json()["id"]
 
 

@@ -97,10 +97,12 @@ def trail_create(request: HttpRequest, payload: TrailIn):
 def trail_get(request: HttpRequest, verification_id: uuid.UUID):
     """A trail run's result: its nodes, its sentences coloured by the share of their claims fully
     supported, each claim's verdict, rounds and evidence per node, the path of a supported claim,
-    the step where an unsupported one entered, and how many entered at each step."""
+    the step where an unsupported one entered, and how many entered at each step. The trail's
+    texts (but the final one) are its creator's: anyone else gets each `text` null
+    (`text_withheld`) and of each selection only the sentences selected."""
     verification = services.verification_expire_if_stale(
         selectors.verification_or_404(verification_id), timeout_s=settings.RUN_TIMEOUT
     )
     if not is_trail(verification):
         raise Http404("This run is not a trail: read it at /api/verifications/{id}.")
-    return trail_result(verification)
+    return trail_result(verification, with_texts=ownership.is_creator(request, verification))

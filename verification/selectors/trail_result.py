@@ -2,7 +2,11 @@
 reports and the CLI: its nodes by stage, its sentences coloured by the share of their claims
 found fully supported, each claim's verdict, rounds, the selected sentences per node, the path
 of a supported claim and the step where an unsupported one entered, and a summary of how many
-unsupported claims entered at each step. A fixed handful of queries, whatever its size."""
+unsupported claims entered at each step. A fixed handful of queries, whatever its size.
+
+A trail's texts are its creator's, as a web check's documents are (access/ownership.py): anyone
+else is given the claims, the verdicts and the sentences selected, and of the texts only the
+final one, the text that was checked."""
 
 from collections import Counter, defaultdict
 
@@ -15,7 +19,9 @@ def is_trail(verification: Verification) -> bool:
     return verification.settings.get("evidence") == "trail"
 
 
-def trail_result(verification: Verification) -> dict:
+def trail_result(verification: Verification, *, with_texts: bool) -> dict:
+    """`with_texts`: the reader may read the trail's texts (its creator): each text whole, and
+    beside each selected sentence the neighbours the model was shown."""
     nodes = list(TrailNode.objects.filter(verification=verification).order_by("index"))
     step_of = {node.key: node.step or f"stage {node.stage}" for node in nodes}
     claims = list(
@@ -23,7 +29,7 @@ def trail_result(verification: Verification) -> dict:
         .select_related("sentence")
         .order_by("sentence__index", "index")
     )
-    rounds = _rounds(claims)
+    rounds = _rounds(claims, with_texts=with_texts)
     claim_rows = [_claim(claim, rounds[claim.pk], step_of) for claim in claims]
     by_sentence = defaultdict(list)
     for row in claim_rows:
@@ -49,7 +55,7 @@ def trail_result(verification: Verification) -> dict:
             "completion_tokens": verification.completion_tokens,
             "reasoning_tokens": verification.reasoning_tokens,
         },
-        "nodes": [_node(node, is_final=node.key not in used) for node in nodes],
+        "nodes": [_node(node, is_final=node.key not in used, with_texts=with_texts) for node in nodes],
         "sentences": sentences,
         "claims": claim_rows,
         "score": trail_score([row["verdict"] or "" for row in claim_rows]),
@@ -57,7 +63,8 @@ def trail_result(verification: Verification) -> dict:
     }
 
 
-def _node(node: TrailNode, *, is_final: bool) -> dict:
+def _node(node: TrailNode, *, is_final: bool, with_texts: bool) -> dict:
+    withheld = not (with_texts or is_final)
     return {
         "id": node.key,
         "step": node.step or f"stage {node.stage}",
@@ -68,20 +75,23 @@ def _node(node: TrailNode, *, is_final: bool) -> dict:
         "url": node.url,
         "status": node.status,
         "error": node.error,
-        "text": node.text,
+        "text": None if withheld else node.text,
+        "text_withheld": withheld,
     }
 
 
-def _rounds(claims: list[Claim]) -> dict[int, list[dict]]:
+def _rounds(claims: list[Claim], *, with_texts: bool) -> dict[int, list[dict]]:
     selections = defaultdict(list)
     for selection in TrailSelection.objects.filter(round__claim__in=claims).order_by("round_id", "position"):
+        chosen = selection.result.get("sentence_ids", [])
+        shown = selection.result.get("sentences", {})
         selections[selection.round_id].append(
             {
                 "node": selection.node_key,
                 "status": selection.status,
                 "error": selection.error,
-                "sentence_ids": selection.result.get("sentence_ids", []),
-                "sentences": selection.result.get("sentences", {}),
+                "sentence_ids": chosen,
+                "sentences": shown if with_texts else {key: text for key, text in shown.items() if key in chosen},
                 "summary": selection.result.get("summary", ""),
             }
         )

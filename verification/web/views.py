@@ -255,7 +255,8 @@ def _trail_download(request: HttpRequest, verification_id, kind: str) -> HttpRes
         return None
     content_type, write = _TRAIL_DOWNLOADS[kind]
     address = request.build_absolute_uri(reverse("verification:result", args=[verification.pk]))
-    body = write(trail_result(verification), verification.text, address=address)
+    result = trail_result(verification, with_texts=ownership.is_creator(request, verification))
+    body = write(result, verification.text, address=address)
     return _attachment(body, content_type, f"factsite-trail-{verification.pk}.{kind}")
 
 

@@ -178,7 +178,7 @@ class Command(BaseCommand):
             ),
             options["timeout"],
         )
-        result = trail_result(verification)
+        result = trail_result(verification, with_texts=True)  # the command line's own run
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(result, indent=2, ensure_ascii=False))
         self.stdout.write(trail_summary(result))
