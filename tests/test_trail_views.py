@@ -156,6 +156,37 @@ def test_adding_a_box_renders_one_more_keeping_what_was_typed_and_htmx_gets_only
     assert 'name="level-1-step"' in fragment and 'name="level-1-0-from" value="0" checked' in fragment
 
 
+def shown_empty_notes(html: str) -> set[str]:
+    """The texts the page says are "(empty)" where a reader without JavaScript sees it."""
+    notes = lxml.html.fromstring(html).cssselect("[data-empty-of]")
+    return {note.get("data-empty-of") for note in notes if note.get("hidden") is None}
+
+
+def test_a_new_builder_says_no_text_is_empty_before_anything_is_typed(client, configured):
+    # Without JavaScript the notes stay as rendered: "(empty)" beside every text would stay after typing.
+    html = client.get("/trail").content.decode()
+
+    assert len(lxml.html.fromstring(html).cssselect("[data-empty-of]")) == 6 and shown_empty_notes(html) == set()
+
+
+def test_a_builder_sent_back_says_which_texts_below_were_empty(client, configured):
+    html = client.post("/trail", example_form(add="source")).content.decode()
+
+    assert shown_empty_notes(html) == {"source-2", "source-3"}
+
+
+def test_a_running_trail_tells_a_reader_without_javascript_to_reload_it(client, configured):
+    run = finished_trail()
+    query = f"?claim={claim_id(run, 'gold')}"
+    assert "reload-note" not in client.get(f"/v/{run.pk}{query}").content.decode()
+    Verification.objects.filter(pk=run.pk).update(status=Status.RUNNING)
+
+    note = lxml.html.fromstring(client.get(f"/v/{run.pk}{query}").content).cssselect("noscript #reload-note")[0]
+
+    assert "updates itself with JavaScript" in note.text_content()
+    assert note.cssselect("a")[0].get("href") == f"/v/{run.pk}{query}"
+
+
 def test_posting_the_builder_starts_a_trail_run_and_redirects_to_its_permalink(client, configured):
     response = client.post("/trail", example_form(model=MODEL, q="1"))
 

@@ -3,7 +3,22 @@
 
 // --- The builder: a text's "made from" checkboxes follow what is typed ---
 // Each checkbox names a text of the level below, and says "(empty)" while that text's box is empty
-// (an empty box is left out of the trail); the server rendered them as they were when the page was made.
+// (an empty box is left out of the trail). The server rendered them as the form was sent (a new form
+// shows none: without this script a note would stay after the reader types); this keeps them true.
+function showEmptyNotes(textarea) {
+  for (const note of document.querySelectorAll("[data-empty-of]")) {
+    if (note.dataset.emptyOf === textarea.dataset.textOf) note.hidden = textarea.value.trim() !== "";
+  }
+}
+
+function showAllEmptyNotes() {
+  for (const textarea of document.querySelectorAll("textarea[data-text-of]")) showEmptyNotes(textarea);
+}
+
+// At load (a browser may have restored what was typed) and after htmx adds a box.
+showAllEmptyNotes();
+document.addEventListener("htmx:afterSettle", showAllEmptyNotes);
+
 document.addEventListener("input", (event) => {
   const input = event.target;
   if (input instanceof HTMLInputElement && input.dataset.nameOf) {
@@ -12,9 +27,7 @@ document.addEventListener("input", (event) => {
       if (label.dataset.labelOf === input.dataset.nameOf) label.textContent = name;
     }
   } else if (input instanceof HTMLTextAreaElement && input.dataset.textOf) {
-    for (const note of document.querySelectorAll("[data-empty-of]")) {
-      if (note.dataset.emptyOf === input.dataset.textOf) note.hidden = input.value.trim() !== "";
-    }
+    showEmptyNotes(input);
   }
 });
 
