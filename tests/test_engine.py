@@ -25,8 +25,10 @@ TEXT = "The Eiffel Tower is in Paris, France. It was completed in 1889. It is ma
 
 
 def run(client, text=TEXT, **settings):
+    """Starts a run; the client then sends the owner token it was given, as its creator (a retry is theirs)."""
     response = client.post("/api/verifications", {"text": text, "settings": settings}, content_type="application/json")
     assert response.status_code == 201, response.content
+    client.defaults["HTTP_X_CLIENT_TOKEN"] = response["X-Client-Token"]
     return response.json()["id"]
 
 

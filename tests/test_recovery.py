@@ -120,10 +120,15 @@ def assert_ended_with_reasons(ids) -> None:
     assert all(failed), "a failed item without a reason"
 
 
+# The owner token every run here is started with: a retry is its creator's.
+OWNER = {"X-Client-Token": "recovery-tests-owner-token"}
+
+
 def submit(base: str, text: str = TEXT, **run_settings) -> str:
     response = requests.post(
         f"{base}/api/verifications",
         json={"text": text, "settings": {"retrieval_mode": "sparse", **run_settings}},
+        headers=OWNER,
         timeout=30,
     )
     assert response.status_code == 201, response.text
@@ -718,7 +723,7 @@ def test_runs_against_a_failing_model_all_end_with_reasons_and_a_retry_redoes_th
     world.llm.fail_rate = world.llm.garbage_rate = 0.0
     retried = [i for i in ids if problems[i] or results[i]["status"] == "failed"]
     for verification_id in retried:
-        response = requests.post(f"{web}/api/verifications/{verification_id}/retry", json={}, timeout=10)
+        response = requests.post(f"{web}/api/verifications/{verification_id}/retry", json={}, headers=OWNER, timeout=10)
         assert response.status_code == 202, response.text
         assert response.json()["retried"] >= 1
     wait_until(lambda: all_ended(ids), 60, lambda: f"every retry ended: {snapshot(ids)}\n{processes.tail()}")

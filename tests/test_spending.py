@@ -9,7 +9,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from verification.access import limits
+from verification.access import limits, ownership
 from verification.models import Spending, Verification
 
 SENTENCE = "The Eiffel Tower is in Paris, France."
@@ -94,9 +94,17 @@ def test_retries_over_the_hourly_limit_get_429_from_the_api_and_the_page(client,
 @pytest.mark.django_db
 def test_a_refused_retry_spends_nothing(client, configured, settings):
     settings.RETRIES_PER_HOUR = 1
-    run = Verification.objects.create(text=SENTENCE, settings={}, status="running")  # 409: still going
+    token = ownership.new_token()
+    run = Verification.objects.create(  # 409: still going
+        text=SENTENCE, settings={}, status="running", creator=ownership.creator_key(token)
+    )
 
-    answers = [client.post(f"/api/verifications/{run.pk}/retry", content_type="application/json") for _ in range(3)]
+    answers = [
+        client.post(
+            f"/api/verifications/{run.pk}/retry", content_type="application/json", headers={ownership.HEADER: token}
+        )
+        for _ in range(3)
+    ]
 
     assert [a.status_code for a in answers] == [409, 409, 409]
     assert not Spending.objects.exists()

@@ -391,6 +391,19 @@ def test_a_supported_claims_path_is_marked_down_to_its_source(client, configured
     assert stages == ["0", "1", "2"]
 
 
+def test_a_text_with_nothing_selected_shows_no_verdict_of_the_round_as_its_own(client, configured):
+    run = finished_trail()
+
+    doc = lxml.html.fromstring(client.get(f"/v/{run.pk}?claim={claim_id(run, 'opened')}").content)
+
+    # Round 2 found the claim fully supported by src-a's sentence; src-b gave nothing to it.
+    (nothing,) = doc.cssselect("article[data-node=src-b] .node-visits li")
+    assert " ".join(nothing.text_content().split()) == "Round 2: nothing selected"
+    assert not nothing.cssselect(".outcome-tag")
+    (chosen,) = doc.cssselect("article[data-node=src-a] .node-visits li")
+    assert chosen.cssselect(".outcome-tag")[0].get("data-outcome") == "supported"
+
+
 def test_a_running_trail_polls_and_a_poll_of_a_finished_one_gets_286(client, configured):
     run = finished_trail()
     Verification.objects.filter(pk=run.pk).update(status=Status.RUNNING)
@@ -555,3 +568,19 @@ def test_the_creator_of_a_trail_reads_its_texts_whole(configured):
     nodes = {node["id"]: node for node in result["nodes"]}
     assert nodes["src-b"]["text"] == TEXTS["src-b"] and not nodes["src-b"]["text_withheld"]
     assert result["claims"][0]["rounds"][1]["selections"][0]["sentences"] == {"S1": OPENED, "S2": NEIGHBOUR}
+
+
+def test_a_visitor_cannot_retry_someone_elses_trail_and_is_not_offered_it(configured):
+    run, token = owned_trail()
+    failed = {"text": "x", "query": "", "status": ClaimStatus.FAILED, "error": "LLM down"}
+    Claim.objects.create(sentence=run.sentences.get(index=0), index=1, **failed)
+    creator, visitor = Client(), Client()
+    creator.cookies[ownership.COOKIE] = token
+
+    seen = visitor.get(f"/v/{run.pk}").content.decode()
+    refused = visitor.post(f"/api/verifications/{run.pk}/retry", content_type="application/json")
+
+    assert "“x”: LLM down" in seen and f'action="/v/{run.pk}/retry"' not in seen
+    assert refused.status_code == 403 and visitor.post(f"/v/{run.pk}/retry").status_code == 403
+    assert Verification.objects.get(pk=run.pk).status == Status.DONE
+    assert f'action="/v/{run.pk}/retry"' in creator.get(f"/v/{run.pk}").content.decode()

@@ -18,6 +18,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from tests.conftest import MODEL
+from verification.access import ownership
 from verification.inputs.forms import DEFAULT_SETTINGS
 from verification.models import (
     FINISHED,
@@ -1105,8 +1106,16 @@ def test_a_view_that_leaves_things_out_says_what_and_links_to_everything(client,
     assert not parse(get(client, permalink(scored.run), sentence="1")).cssselect("#exclusions")
 
 
+def as_creator(client: Client, run: Verification) -> None:
+    """The client becomes the browser that started the run (its owner cookie): a retry is theirs."""
+    token = ownership.new_token()
+    Verification.objects.filter(pk=run.pk).update(creator=ownership.creator_key(token))
+    client.cookies[ownership.COOKIE] = token
+
+
 @pytest.mark.django_db
 def test_failures_show_a_banner_with_counts_reasons_and_a_retry_button(client, scored):
+    as_creator(client, scored.run)
     for _ in range(2):
         Source.objects.create(
             verification=scored.run,
@@ -1148,6 +1157,7 @@ def test_a_clean_run_shows_no_banner_and_a_running_one_no_retry(client, scored):
 def test_the_retry_button_requeues_failed_parts_and_keeps_the_view(
     client, scored, configured, django_capture_on_commit_callbacks
 ):
+    as_creator(client, scored.run)
     failed = add_evidence(scored.built, "news", "", status=Status.FAILED)
     failed.error = "judging failed: the model answered HTTP 500"
     failed.save()
@@ -1259,6 +1269,7 @@ def failed_source(run: Verification, error: str, *, transient: bool) -> Source:
 
 @pytest.mark.django_db
 def test_no_retry_is_offered_when_every_failure_would_happen_again(client, scored):
+    as_creator(client, scored.run)
     failed_source(scored.run, "the page answered HTTP 403", transient=False)
     failed_source(scored.run, "not a web page (image/png)", transient=False)
 
@@ -1276,6 +1287,7 @@ def test_no_retry_is_offered_when_every_failure_would_happen_again(client, score
 
 @pytest.mark.django_db
 def test_the_retry_button_says_which_failures_it_will_not_change(client, scored):
+    as_creator(client, scored.run)
     failed_source(scored.run, "the page answered HTTP 403", transient=False)
     failed_source(scored.run, "the page answered HTTP 503", transient=True)
 
@@ -1285,6 +1297,32 @@ def test_the_retry_button_says_which_failures_it_will_not_change(client, scored)
     reasons = {li.text_content().split(" —")[0]: "lasting" in li.classes for li in banner.cssselect("li[data-step] li")}
     assert reasons == {"the page answered HTTP 403": True, "the page answered HTTP 503": False}
     assert "the 1 failure marked “a retry will not change this” will stay" in one(banner, "#retry-scope").text_content()
+
+
+@pytest.mark.django_db
+def test_a_visitor_gets_check_again_not_retry_and_cannot_retry_someone_elses_run(client, scored, configured):
+    as_creator(client, scored.run)
+    failed_source(scored.run, "the page answered HTTP 503", transient=True)
+    visitor = Client()
+
+    banner = one(parse(get(visitor, permalink(scored.run))), "#problems")
+    page = visitor.post(f"/v/{scored.run.pk}/retry")
+    api = visitor.post(
+        f"/api/verifications/{scored.run.pk}/retry",
+        content_type="application/json",
+        headers={ownership.HEADER: ownership.new_token()},
+    )
+    anonymous = visitor.post(f"/api/verifications/{scored.run.pk}/retry", content_type="application/json")
+
+    assert not banner.cssselect("form.retry-form") and "Retry" not in banner.text_content()
+    assert one(banner, "#check-again").get("href") == f"/?edit={scored.run.pk}"
+    assert page.status_code == 403 and api.status_code == 403 and anonymous.status_code == 403
+    assert "Check again" in api.json()["detail"]
+    run = Verification.objects.get(pk=scored.run.pk)
+    assert run.status == Status.DONE and run.retries == 0  # nothing went back to running
+    # Its creator still retries it.
+    assert one(parse(get(client, permalink(scored.run))), "form.retry-form")
+    assert not parse(get(client, permalink(scored.run))).cssselect("#check-again")
 
 
 @pytest.mark.django_db

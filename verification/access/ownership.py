@@ -2,8 +2,9 @@
 HttpOnly cookie and sent by API callers in the X-Client-Token header. A run stores a keyed hash
 of it (`Verification.creator`), never the token, so a database leak hands no one a way in.
 
-Only the creator may use a run's documents again (Edit text, retry); anyone with the permalink
-still sees the result as it was."""
+Only the creator may change a run (retry, cancel, delete) or use its documents again (Edit text);
+anyone with the permalink still sees the result as it was, and may check its text again as a run
+of their own."""
 
 import hashlib
 import hmac
@@ -13,7 +14,7 @@ import secrets
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from verification.models import Origin, Verification
+from verification.models import Verification
 
 COOKIE = "factsite_owner"
 HEADER = "X-Client-Token"
@@ -59,15 +60,10 @@ def is_creator(request: HttpRequest, verification: Verification | None) -> bool:
     return token is not None and hmac.compare_digest(creator_key(token), verification.creator)
 
 
-def may_retry(request: HttpRequest, verification: Verification) -> bool:
-    """A retry reads the run's documents again: the creator's to ask for; any run without them
-    anyone's with the link (within RETRIES_PER_HOUR)."""
-    return is_creator(request, verification) or not verification.sources.filter(origin=Origin.DOCUMENT).exists()
-
-
 NOT_CREATOR = "Only the browser or API caller that started this verification can do that."
 RETRY_REFUSED = (
-    "Only the browser or API caller that started this verification can retry it: it reads their own documents."
+    "Only the browser or API caller that started this verification can retry it. Check its text again as a run "
+    "of your own instead (Check again on its page, or POST /api/verifications)."
 )
 
 

@@ -272,9 +272,10 @@ class RetryOut(Schema):
     tags=["verifications"],
 )
 def verification_retry(request: HttpRequest, verification_id: uuid.UUID):
-    """Queue the failed items of a finished run again, in place (same id and permalink)."""
+    """Queue the failed items of a finished run again, in place (same id and permalink): its
+    creator only (403 otherwise: anyone else may start a run of their own with its text)."""
     verification = _verification(verification_id)
-    if not ownership.may_retry(request, verification):
+    if not ownership.is_creator(request, verification):
         return Status(403, {"detail": ownership.RETRY_REFUSED})
     if verification.status not in FINISHED:
         return Status(409, {"detail": "The run is still going: retry it once it has finished."})

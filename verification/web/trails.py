@@ -110,7 +110,7 @@ def trail_page(request: HttpRequest, verification: Verification) -> HttpResponse
         "can_retry": finished
         and verification.status != Status.CANCELLED
         and retryable(verification) > 0
-        and ownership.may_retry(request, verification),
+        and is_creator,
         "headline": entered_headline(result["summary"]),
         "verdict_counts": verdict_counts(result["summary"]["verdicts"]),
         "score": _tag(result["score"]),

@@ -158,8 +158,10 @@ def result(request: HttpRequest, verification_id) -> HttpResponse:
     if trails.is_trail(verification):  # a trail run has a page of its own (web/trails.py)
         return trails.trail_page(request, verification)
     context = selectors.result_page(verification, ViewState.from_query(request.GET))
-    context["can_retry"] = context["can_retry"] and ownership.may_retry(request, verification)
     context["is_creator"] = ownership.is_creator(request, verification)
+    # A retry changes the run: its creator's. Anyone else may start a run of their own from its text.
+    context["check_again"] = context["can_retry"] and not context["is_creator"]
+    context["can_retry"] = context["can_retry"] and context["is_creator"]
     context["changes"] = selectors.changes_since_edit(verification, context["state"])
     context["edited_into"] = selectors.edited_into(verification)
     context["edit_view"] = context["state"].carried_to_another_run().query()
@@ -184,7 +186,7 @@ def _printed_report(request: HttpRequest, verification: Verification, context: d
 def retry(request: HttpRequest, verification_id) -> HttpResponse:
     """Re-queue the failed parts of a finished run in place; back to its page either way."""
     verification = _verification(verification_id)
-    if not ownership.may_retry(request, verification):
+    if not ownership.is_creator(request, verification):
         return HttpResponseForbidden(ownership.RETRY_REFUSED, content_type="text/plain; charset=utf-8")
     resume.retry_failed(verification.pk)
     # The viewer's selection survives, re-parsed: the form field is never echoed as it came.
