@@ -391,6 +391,172 @@ def test_a_supported_claims_path_is_marked_down_to_its_source(client, configured
     assert stages == ["0", "1", "2"]
 
 
+def test_a_running_trail_polls_and_a_poll_of_a_finished_one_gets_286(client, configured):
+    run = finished_trail()
+    Verification.objects.filter(pk=run.pk).update(status=Status.RUNNING)
+    query = f"?claim={claim_id(run, 'gold')}"
+
+    running = client.get(f"/v/{run.pk}{query}").content.decode()
+    assert f'hx-get="/v/{run.pk}{query}" hx-trigger="every 1s"' in running and 'id="progress"' in running
+
+    Verification.objects.filter(pk=run.pk).update(status=Status.DONE)
+    poll = client.get(f"/v/{run.pk}{query}", headers={**HTMX, "HX-Trigger": "result-body"})
+    assert poll.status_code == 286 and "hx-trigger" not in poll.content.decode()
+    assert client.get(f"/v/{run.pk}{query}", headers=HTMX).status_code == 200  # a reader's click is no poll
+
+
+@pytest.mark.parametrize("claim", ["²", "9" * 5_001, "x"], ids=["superscript-two", "5001-digits", "letters"])
+def test_a_claim_in_the_address_that_is_no_claim_id_selects_nothing(client, configured, claim):
+    run = finished_trail()
+
+    response = client.get(f"/v/{run.pk}?claim={claim}")
+
+    assert response.status_code == 200 and 'id="claim-verdict"' not in response.content.decode()
+
+
+def test_the_trail_page_has_no_inline_style_for_the_content_security_policy_to_refuse(client, configured):
+    run = finished_trail()
+    query = f"?claim={claim_id(run, 'opened')}"
+    pages = [
+        client.get(f"/v/{run.pk}"),
+        client.get(f"/v/{run.pk}{query}"),
+        client.get(f"/v/{run.pk}{query}", headers=HTMX),
+    ]
+    Verification.objects.filter(pk=run.pk).update(status=Status.RUNNING)
+    pages += [client.get(f"/v/{run.pk}{query}"), client.get("/trail")]
+
+    assert "style-src 'self'" in pages[0]["Content-Security-Policy"]
+    for page in pages:
+        html = lxml.html.fromstring(page.content.decode())
+        assert html.xpath("//*[@style]") == [] and html.xpath("//style") == []
+
+
+def test_outside_text_on_the_trail_page_is_escaped(client, configured):
+    hostile = json.loads(json.dumps(EXAMPLE))
+    hostile["nodes"][2]["step"] = HOSTILE
+    hostile["nodes"][0]["text"] += " " + HOSTILE
+    run = finished_trail(hostile)
+
+    html = client.get(f"/v/{run.pk}?claim={claim_id(run, 'opened')}").content.decode()
+
+    assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_the_creator_of_a_running_trail_may_cancel_it_and_a_failed_claim_offers_a_retry(client, configured):
+    client.post("/trail", example_form())
+    run = Verification.objects.get()
+    Verification.objects.filter(pk=run.pk).update(status=Status.RUNNING)
+    assert 'id="cancel-run"' in client.get(f"/v/{run.pk}").content.decode()
+
+    failed = {"text": "x", "query": "", "status": ClaimStatus.FAILED, "error": "LLM down"}
+    Claim.objects.create(sentence=run.sentences.get(index=0), index=0, **failed)
+    run.sentences.update(status=Status.DONE)
+    Verification.objects.filter(pk=run.pk).update(status=Status.DONE)
+    html = client.get(f"/v/{run.pk}").content.decode()
+    assert "“x”: LLM down" in html and 'id="delete-run"' in html and f'action="/v/{run.pk}/retry"' in html
+
+
+def test_a_run_that_is_not_a_trail_still_gets_the_result_page(client):
+    run = Verification.objects.create(text="Paris is in France.", settings={"model": MODEL, "evidence": "web"})
+
+    html = client.get(f"/v/{run.pk}").content.decode()
+
+    assert 'id="overall-counts"' in html and "trail-result" not in html
+
+
+def test_the_headline_names_each_step_then_the_final_step_then_the_undetermined():
+    steps = [{"step": "section summary", "stage": 1, "count": 2}, {"step": "part summary", "stage": 2, "count": 1}]
+    summary = {"entered_at": steps, "entered_at_final_step": 1, "entered_undetermined": 1}
+
+    headline = "2 unsupported claims entered at 'section summary', 1 at 'part summary', 1 at the final step"
+    assert entered_headline(summary) == headline + ", 1 where the trail cannot tell"
+    only_final = {"entered_at": [], "entered_at_final_step": 1, "entered_undetermined": 0}
+    assert entered_headline(only_final) == "1 unsupported claim entered at the final step"
+    assert entered_headline({**only_final, "entered_at_final_step": 0}) == ""
+
+
+def test_a_book_length_text_shows_only_its_selected_sentences_in_their_context():
+    book = "Filler words go on. " * 5_000 + "The tower was painted gold in 1920. " + "More filler. " * 5_000
+
+    shown = marked_parts(book, {GOLD})
+
+    assert not shown["whole"] and [text for text, marked in shown["parts"] if marked] == [GOLD]
+    assert 1_000 < sum(len(text) for text, _ in shown["parts"]) < 2_000
+
+
+# --- a trail run in the API's run endpoint
+
+
+@pytest.mark.parametrize("query", ["", "?view=summary"], ids=["whole", "summary"])
+def test_a_finished_trail_run_is_served_by_the_run_endpoint_with_its_evidence_trail(client, configured, query):
+    run = finished_trail()
+
+    response = client.get(f"/api/verifications/{run.pk}{query}")
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == "done" and body["settings"]["evidence"] == "trail" and body["evidence"] == "trail"
+    assert body["settings"]["trail_q"] == run.settings["trail_q"]
+
+
+# --- a trail's texts are its creator's, as a web check's documents are (issue 38.4)
+
+# Sentences of the example's texts that no selection holds: one the model was shown beside a
+# selected sentence (a neighbour, for context), one of a text it read and selected nothing in.
+NEIGHBOUR = "Gustave Eiffel's company designed and built the tower."
+UNSELECTED = "Millions of people visit the tower every year."
+
+
+def owned_trail() -> tuple[Verification, str]:
+    """The example's finished run, started by the browser or API caller holding the token; its
+    selection in src-a showed the model a neighbour of the sentence it selected."""
+    run, token = finished_trail(), ownership.new_token()
+    Verification.objects.filter(pk=run.pk).update(creator=ownership.creator_key(token))
+    selection = TrailSelection.objects.get(round__claim__text__contains="opened", node_key="src-a")
+    selection.result = {**selection.result, "sentences": {"S1": OPENED, "S2": NEIGHBOUR}}
+    selection.save()
+    return run, token
+
+
+def downloads(client: Client, run: Verification, **headers) -> dict[str, str]:
+    query = f"?claim={claim_id(run, 'opened')}"
+    paths = [f"/v/{run.pk}{query}", f"/v/{run.pk}/report.md", f"/v/{run.pk}/report.html", f"/v/{run.pk}/evidence.csv"]
+    read = {path: client.get(path, headers=headers) for path in [*paths, f"/api/trails/{run.pk}"]}
+    assert all(response.status_code == 200 for response in read.values())
+    return {path: response.content.decode() for path, response in read.items()}
+
+
+def test_a_visitor_sees_a_trails_claims_verdicts_and_selected_sentences_but_not_its_texts(configured):
+    run, _ = owned_trail()
+
+    read = downloads(Client(), run)
+
+    for path, body in read.items():
+        assert "The Eiffel Tower opened in Paris in 1889." in body, path  # selected in src-a
+        assert "not fully supported" in body or "not_fully_supported" in body, path
+        assert UNSELECTED not in body and NEIGHBOUR not in body, path
+    nodes = {node["id"]: node for node in json.loads(read[f"/api/trails/{run.pk}"])["nodes"]}
+    assert nodes["src-a"]["text"] is None and nodes["src-a"]["text_withheld"]
+    assert nodes["final"]["text"] == TEXTS["final"]  # the text checked, shown to anyone as for any run
+    selection = json.loads(read[f"/api/trails/{run.pk}"])["claims"][0]["rounds"][1]["selections"][0]
+    assert selection["node"] == "src-a" and selection["sentences"] == {"S1": OPENED}
+    assert 'id="texts-withheld"' in read[f"/v/{run.pk}?claim={claim_id(run, 'opened')}"]
+
+
+def test_the_creator_of_a_trail_reads_its_texts_whole(configured):
+    run, token = owned_trail()
+    creator = Client()
+    creator.cookies[ownership.COOKIE] = token
+
+    page = creator.get(f"/v/{run.pk}?claim={claim_id(run, 'opened')}").content.decode()
+    result = Client().get(f"/api/trails/{run.pk}", headers={ownership.HEADER: token}).json()
+
+    assert UNSELECTED in page and 'id="texts-withheld"' not in page
+    nodes = {node["id"]: node for node in result["nodes"]}
+    assert nodes["src-b"]["text"] == TEXTS["src-b"] and not nodes["src-b"]["text_withheld"]
+    assert result["claims"][0]["rounds"][1]["selections"][0]["sentences"] == {"S1": OPENED, "S2": NEIGHBOUR}
+
+
 def test_a_visitor_cannot_retry_someone_elses_trail_and_is_not_offered_it(configured):
     run, token = owned_trail()
     failed = {"text": "x", "query": "", "status": ClaimStatus.FAILED, "error": "LLM down"}
