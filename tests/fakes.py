@@ -117,7 +117,8 @@ class _LLMHandler(_Handler):
             with server._lock:
                 server.answers.append(content)
             prompt = " ".join(m["content"] for m in request["messages"])
-            with server._slot():
+            with server._slot(), contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                # A client that has read all it needs of a stream hangs up (a runaway model's).
                 self._answer(request, status, content, prompt)
         finally:
             with server._lock:

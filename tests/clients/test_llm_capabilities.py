@@ -169,7 +169,7 @@ def test_a_refusal_that_names_nothing_the_request_carries_teaches_nothing():
     [
         ("gpt-5-mini", False, False, "minimal"),
         ("openai/gpt-5-nano", False, False, "minimal"),
-        ("o4-mini", False, False, "minimal"),
+        ("o4-mini", False, False, "low"),
         ("gpt-5.1", True, True, "none"),
         ("gpt-4o-mini", True, True, ""),
         ("deepseek-reasoner", True, False, ""),

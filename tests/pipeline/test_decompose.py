@@ -10,6 +10,7 @@ from verification.pipeline.decompose import (
     MAX_QUERY_CHARS,
     SYSTEM_PROMPT,
     _Watcher,
+    answer_complete,
     build_prompt,
     chunks,
     decompose_chunk,
@@ -17,6 +18,7 @@ from verification.pipeline.decompose import (
     labels,
     parse_chunk,
     parse_claims,
+    without_trailing_prose,
 )
 from verification.pipeline.types import ClaimDraft, MalformedAnswer, SegmentedSentence
 
@@ -456,3 +458,16 @@ def test_the_same_claim_with_two_queries_is_checked_once():
     }
 
     assert parse_claims(answer) == [ClaimDraft("Water boils at 100 C.", "a")]
+
+
+def test_what_a_model_writes_after_its_last_section_is_not_read_as_claims():
+    asked = {"S1": 0, "S2": 1}
+    answer = "S1:\n- The tower is in Paris. | tower paris\nS2:\n\nI hope this helps. Let me know if you need more."
+
+    assert answer_complete(answer, asked)
+    assert parse_chunk(without_trailing_prose(answer, asked), asked) == {
+        0: [ClaimDraft(text="The tower is in Paris.", query="tower paris")],
+        1: [],
+    }
+    unfinished = "S1:\n- The tower is in Paris. | tower paris\nS2:\n- It opened"
+    assert not answer_complete(unfinished, asked) and without_trailing_prose(unfinished, asked) == unfinished

@@ -54,9 +54,9 @@ FIRST_REQUEST_WAIT_S = 3.0
 # Room kept in a known context for a call's answer (steps cap theirs at a few hundred tokens).
 ANSWER_ROOM_TOKENS = 768
 # Below this many prompt tokens, a short count by the server is no sign of a cut prompt.
-CUT_CHECK_MIN_TOKENS = 1000
+CUT_CHECK_MIN_TOKENS = 256
 # A server that reports fewer than this share of the tokens sent did not read the whole prompt.
-CUT_SHARE = 0.6
+CUT_SHARE = 0.7
 
 
 class CapabilityStore(Protocol):
@@ -430,16 +430,18 @@ class LLMClient:
                         break
         if not chunks:
             return self._without_streaming(ask, asked)
-        parts.append(cleaner.end())
         self.usage.calls += 1
         self._count(usage)
         hidden = _reasoning_tokens(usage)
-        self.usage.reasoning_tokens += hidden or estimated_tokens(cleaner.thought + "".join(reasoning))
+        # The whole answer read again: a closing tag alone ends a block the filter could not
+        # know had begun (nothing was handed on before it for a model whose template may open
+        # one: may_think_unopened).
+        answer, thought = strip_thinking("".join(raw))
+        self.usage.reasoning_tokens += hidden or estimated_tokens(thought + "".join(reasoning))
         self._learn_thinking("".join(reasoning), "".join(raw), hidden)
         self._check_cut_prompt(ask, usage)
-        answer = "".join(parts).strip()
         if finish == "length":
-            thinking = bool(cleaner.thought or hidden or "".join(reasoning))
+            thinking = bool(thought or hidden or "".join(reasoning))
             return self._cut_answer(answer, ask, asked, body, thinking=thinking)
         if not live:
             on_text(answer, asked.tokens) if asked else on_text(answer)

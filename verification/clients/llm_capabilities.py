@@ -72,8 +72,8 @@ def _family(model: str) -> str:
 
 
 # OpenAI's reasoning models before 5.1: no temperature but the default, no logprobs, a
-# reasoning effort from `minimal`. gpt-5.1 and later take temperature and logprobs while their
-# effort is `none`, which is their lowest.
+# reasoning effort from `minimal` (gpt-5) or `low` (o-series). gpt-5.1 and later take
+# temperature and logprobs while their effort is `none`, which is their lowest.
 _OPENAI_REASONING = re.compile(r"^(?:gpt-5(?:-mini|-nano|-pro|-codex)?|o[134](?:-mini|-pro)?)(?:-\d{4}-\d{2}-\d{2})?$")
 _OPENAI_5_LATER = re.compile(r"^gpt-5\.\d+")
 
@@ -82,8 +82,9 @@ def known_defaults(model: str, effort: str = LOWEST) -> Capabilities:
     """What a model's provider documents, before any request: the model's name decides."""
     name = _family(model)
     if _OPENAI_REASONING.match(name):
+        lowest = "low" if name.startswith("o") else "minimal"
         return Capabilities(
-            temperature=False, logprobs=False, reasoning_effort=_effort(effort, "minimal"), thinking=THINKING_HIDDEN
+            temperature=False, logprobs=False, reasoning_effort=_effort(effort, lowest), thinking=THINKING_HIDDEN
         )
     if _OPENAI_5_LATER.match(name):
         chosen = _effort(effort, "none")

@@ -117,6 +117,7 @@ def categorize_with_llm(llm: JsonLLM, host: str, title: str = "") -> SourceType:
         schema=None,
         parse=parse_source_type,
         max_tokens=ANSWER_TOKENS,
+        done=_answered,
     )
 
 
@@ -132,7 +133,24 @@ def categorize_many_with_llm(llm: JsonLLM, hosts: Sequence[tuple[str, str]]) -> 
         schema=None,
         parse=lambda answer: parse_source_types(answer, labels),
         max_tokens=ANSWER_TOKENS + ANSWER_TOKENS_PER_HOST * len(labels),
+        done=lambda answer: _answered_all(answer, labels),
     )
+
+
+def _answered(answer: str) -> bool:
+    """Whether an answer cut at its cap names a type (a model that writes on after it)."""
+    try:
+        parse_source_type(answer.split("\n", 1)[0])
+    except MalformedAnswer:
+        return False
+    return True
+
+
+def _answered_all(answer: str, labels: dict[str, str]) -> bool:
+    try:
+        return set(parse_source_types(answer, labels)) == set(labels.values())
+    except MalformedAnswer:
+        return False
 
 
 def _describe(host: str, title: str) -> str:

@@ -125,7 +125,7 @@ def _ask(
     asked = labels(targets)
 
     def parse(answer: Any, tokens: Sequence[TokenLogprob] | None = None) -> dict[int, list[ClaimDraft]]:
-        parsed = parse_chunk(answer, asked)
+        parsed = parse_chunk(without_trailing_prose(answer, asked), asked)
         if quick:
             parsed = {index: scored(claims, tokens) for index, claims in parsed.items()}
         if watcher is None:
@@ -160,6 +160,22 @@ ANSWER_TOKENS_PER_SENTENCE = 48
 
 def answer_tokens(targets: Sequence[SegmentedSentence]) -> int:
     return ANSWER_TOKENS_BASE + sum(ANSWER_TOKENS_PER_SENTENCE + len(s.text) for s in targets)
+
+
+def without_trailing_prose(answer: Any, asked: dict[str, int]) -> Any:
+    """A plain-text answer that has every target's section, without what follows the last
+    one's claims ("I hope this helps…": a small model writes on after its answer)."""
+    if not isinstance(answer, str):
+        return answer
+    lines = answer.splitlines()
+    headers = [n for n, line in enumerate(lines) if (h := _header(line)) and h.group(1).upper() in asked]
+    if {_header(lines[n]).group(1).upper() for n in headers} != set(asked):
+        return answer
+    for n in range(headers[-1] + 1, len(lines)):
+        line = lines[n].strip()
+        if line and not _BULLET.match(line) and not _NONE.fullmatch(line):
+            return "\n".join(lines[:n])
+    return answer
 
 
 def answer_complete(answer: str, asked: dict[str, int]) -> bool:
