@@ -310,3 +310,47 @@ def test_a_failed_round_verdict_fails_its_claim_with_the_reason_and_the_run_stil
     # A claim no text supports has no verdict to ask for: it still ends with its entry step.
     aquarium = by_text(result)["The tower hosts a famous underwater aquarium."]
     assert aquarium["verdict"] == "not_fully_supported" and aquarium["entered"]["kind"] == "final_step"
+
+
+def settled(count, quiet_s: float = 0.5, timeout: float = 30) -> None:
+    """Waits until `count()` is above 0 and has not moved for `quiet_s`."""
+    deadline, last, since = time.monotonic() + timeout, -1, time.monotonic()
+    while time.monotonic() < deadline:
+        now = count()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif now and time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"still moving: {last}")
+
+
+def test_a_cancelled_trail_calls_the_model_no_more_and_its_unreached_claims_end_cancelled(
+    client, world, celery_worker, settings
+):
+    # One request at a time, as a laptop's model server takes them: the others wait for its slot.
+    settings.LLM_CONCURRENCY = 1
+    world.llm.held_words = ("aquarium",)  # every call about the third claim waits (shared calls too)
+    run_id = start(client, {"trail": trail()})
+    settled(lambda: world.llm.held)  # the run is mid-flight: what is not held is done or waits on it
+
+    cancelled = client.post(f"/api/verifications/{run_id}/cancel", content_type="application/json")
+    calls_at_cancel = len(world.llm.requests)
+    world.llm.release()
+    time.sleep(2)  # what was queued or in flight has had its chance to run
+
+    assert cancelled.status_code == 202, cancelled.content
+    assert len(world.llm.requests) == calls_at_cancel  # no call after the cancel; the held ones ended
+    result = client.get(f"/api/trails/{run_id}").json()
+    assert result["status"] == "cancelled"
+    unreached = [claim for claim in result["claims"] if claim["verdict"] is None]
+    assert unreached, "every claim had its verdict: nothing was left to cancel"
+    for claim in unreached:
+        assert claim["status"] == "cancelled" and claim["verdict_label"] == "not checked: the run was cancelled"
+    judged = [claim["verdict"] for claim in result["claims"] if claim["verdict"]]
+    assert result["score"] == (judged.count("fully_supported") / len(judged) if judged else None)
+    assert result["summary"]["verdicts"].get("cancelled") == len(unreached)
+    page = client.get(f"/v/{run_id}").content.decode()
+    assert page.count("being checked") == 1 and ">not checked</span>" in page  # "being checked": the legend's
+    (row,) = client.get("/api/verifications").json()
+    assert row["status"] == "cancelled" and row["score"] == result["score"]

@@ -10,9 +10,30 @@ final one, the text that was checked."""
 
 from collections import Counter, defaultdict
 
-from verification.models import Claim, ClaimStatus, Sentence, TrailNode, TrailRound, TrailSelection, Verification
-from verification.scoring import TRAIL_VERDICT_LABELS, UNSUPPORTED, band, entered_words, shown_percent, trail_score
+from verification.models import (
+    Claim,
+    ClaimStatus,
+    Sentence,
+    Status,
+    TrailNode,
+    TrailRound,
+    TrailSelection,
+    Verification,
+)
+from verification.scoring import (
+    CANCELLED_NOTE,
+    TRAIL_VERDICT_LABELS,
+    UNSUPPORTED,
+    band,
+    entered_words,
+    shown_percent,
+    trail_score,
+)
 from verification.selectors.records import permalink
+
+# What a claim or sentence that its run's cancel left unreached is: it was not checked and never
+# will be (not "being checked"), and it counts in no score.
+CANCELLED = "cancelled"
 
 
 def is_trail(verification: Verification) -> bool:
@@ -30,12 +51,13 @@ def trail_result(verification: Verification, *, with_texts: bool) -> dict:
         .order_by("sentence__index", "index")
     )
     rounds = _rounds(claims, with_texts=with_texts)
-    claim_rows = [_claim(claim, rounds[claim.pk], step_of) for claim in claims]
+    cancelled = verification.status == Status.CANCELLED
+    claim_rows = [_claim(claim, rounds[claim.pk], step_of, cancelled=cancelled) for claim in claims]
     by_sentence = defaultdict(list)
     for row in claim_rows:
         by_sentence[row["sentence"]].append(row)
     sentences = [
-        _sentence(sentence, by_sentence[sentence.index])
+        _sentence(sentence, by_sentence[sentence.index], cancelled=cancelled)
         for sentence in Sentence.objects.filter(verification=verification).order_by("index")
     ]
     used = {key for node in nodes for key in node.inputs}
@@ -111,9 +133,10 @@ def _rounds(claims: list[Claim], *, with_texts: bool) -> dict[int, list[dict]]:
     return rounds
 
 
-def _claim(claim: Claim, rounds: list[dict], step_of: dict[str, str]) -> dict:
+def _claim(claim: Claim, rounds: list[dict], step_of: dict[str, str], *, cancelled: bool) -> dict:
     result = claim.trail or {}
     verdict = result.get("verdict") if claim.status == ClaimStatus.DONE else None
+    status = CANCELLED if cancelled and verdict is None and claim.status != ClaimStatus.FAILED else claim.status
     entered = result.get("error_stage")
     if entered is not None:
         steps = list(dict.fromkeys(step_of.get(node, "") for node in entered["nodes"]))
@@ -123,10 +146,12 @@ def _claim(claim: Claim, rounds: list[dict], step_of: dict[str, str]) -> dict:
         "sentence": claim.sentence.index,
         "index": claim.index,
         "text": claim.text,
-        "status": claim.status,
+        "status": status,
         "error": claim.error,
         "verdict": verdict,
-        "verdict_label": TRAIL_VERDICT_LABELS.get(verdict or "", "being checked"),
+        "verdict_label": TRAIL_VERDICT_LABELS.get(
+            verdict or "", CANCELLED_NOTE if status == CANCELLED else "being checked"
+        ),
         "reasoning": result.get("reasoning", ""),
         "stop": result.get("stop"),
         "entered": entered if verdict in UNSUPPORTED else None,
@@ -138,14 +163,15 @@ def _claim(claim: Claim, rounds: list[dict], step_of: dict[str, str]) -> dict:
     }
 
 
-def _sentence(sentence: Sentence, claims: list[dict]) -> dict:
+def _sentence(sentence: Sentence, claims: list[dict], *, cancelled: bool) -> dict:
     score = trail_score([claim["verdict"] or "" for claim in claims])
+    unfinished = sentence.status in (Status.PENDING, Status.RUNNING)
     return {
         "index": sentence.index,
         "text": sentence.text,
         "start": sentence.start,
         "end": sentence.end,
-        "status": sentence.status,
+        "status": CANCELLED if cancelled and unfinished else sentence.status,
         "error": sentence.error,
         "score": score,
         "percent": shown_percent(score),

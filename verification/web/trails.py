@@ -20,10 +20,10 @@ from verification.access import limits, ownership
 from verification.clients import providers
 from verification.inputs.trails import MAX_Q, TrailRefused, trail_submission
 from verification.models import FINISHED, Status, Verification
-from verification.scoring import OUTCOME_ICONS, TRAIL_VERDICT_LABELS, TRAIL_VERDICTS, band, trail_score
+from verification.scoring import NOT_CHECKED, OUTCOME_ICONS, TRAIL_VERDICT_LABELS, TRAIL_VERDICTS, band, trail_score
 from verification.selectors.result_json import retryable
 from verification.selectors.result_page import passage_parts, result_legend
-from verification.selectors.trail_result import is_trail, trail_result
+from verification.selectors.trail_result import CANCELLED, is_trail, trail_result
 from verification.web.trail_form import TrailForm, plain_number
 from verification.worker import start
 
@@ -152,9 +152,11 @@ def verdict_counts(verdicts: dict) -> list[dict]:
         {"verdict": verdict, "label": TRAIL_VERDICT_LABELS[verdict], "count": verdicts.get(verdict, 0)}
         for verdict in TRAIL_VERDICTS
     ]
-    failed = verdicts.get("failed", 0)
-    pending = sum(count for key, count in verdicts.items() if key not in TRAIL_VERDICTS and key != "failed")
+    failed, cancelled = verdicts.get("failed", 0), verdicts.get(CANCELLED, 0)
+    ended = (*TRAIL_VERDICTS, "failed", CANCELLED)
+    pending = sum(count for key, count in verdicts.items() if key not in ended)
     rows += [{"verdict": "failed", "label": "failed", "count": failed}] if failed else []
+    rows += [{"verdict": CANCELLED, "label": "not checked (cancelled)", "count": cancelled}] if cancelled else []
     rows += [{"verdict": "pending", "label": "being checked", "count": pending}] if pending else []
     return rows
 
@@ -169,6 +171,8 @@ def _verdict_tag(verdict: str | None, status: str = "") -> dict:
         shape = VERDICT_SHAPES.get(verdict, "pending")
         label = TRAIL_VERDICT_LABELS.get(verdict, verdict)
         return {"label": label, "band": band(trail_score([verdict])), "shape": shape, "icon": OUTCOME_ICONS[shape]}
+    if status == CANCELLED:  # its run was cancelled before it was reached
+        return {"label": "not checked", "band": "none", "shape": NOT_CHECKED, "icon": OUTCOME_ICONS[NOT_CHECKED]}
     shape = "failed" if status == Status.FAILED else "pending"
     label = "failed" if shape == "failed" else "being checked"
     return {"label": label, "band": "none", "shape": shape, "icon": OUTCOME_ICONS[shape]}
@@ -188,8 +192,10 @@ def _sentence_shape(claims: list[dict]) -> str:
     """A sentence's shape: its claims' verdict when they agree, mixed when they do not."""
     if not claims:
         return "no_evidence"
-    if any(claim["verdict"] is None and claim["status"] != Status.FAILED for claim in claims):
+    if any(claim["verdict"] is None and claim["status"] not in (Status.FAILED, CANCELLED) for claim in claims):
         return "pending"
+    if all(claim["status"] == CANCELLED for claim in claims):
+        return NOT_CHECKED
     verdicts = {claim["verdict"] for claim in claims if claim["verdict"]}
     if not verdicts:
         return "failed"
@@ -207,7 +213,9 @@ def _text_parts(text: str, result: dict, selected: dict | None) -> list[dict]:
         if sentence["start"] > position:
             parts.append({"gap": text[position : sentence["start"]]})
         own = claims[sentence["index"]]
-        shape = "pending" if sentence["status"] in ("pending", "running") else _sentence_shape(own)
+        shape = {"pending": "pending", "running": "pending", CANCELLED: NOT_CHECKED}.get(
+            sentence["status"], _sentence_shape(own)
+        )
         decided = [claim["verdict"] for claim in own if claim["verdict"]]
         supported = decided.count("fully_supported")
         parts.append(
@@ -216,7 +224,9 @@ def _text_parts(text: str, result: dict, selected: dict | None) -> list[dict]:
                 "claim": own[0]["id"] if own else None,
                 "shape": shape,
                 "icon": OUTCOME_ICONS.get(shape, ""),
-                "said": f"{supported} of {len(decided)} claims fully supported" if decided else "being checked",
+                "said": f"{supported} of {len(decided)} claims fully supported"
+                if decided
+                else ("not checked" if shape == NOT_CHECKED else "being checked"),
                 "selected": selected is not None and selected["sentence"] == sentence["index"],
             }
         )
