@@ -8,6 +8,7 @@ from django.core.management import CommandError, call_command
 
 from tests.conftest import free_port
 from tests.fakes import FakeLLM
+from tests.llm_servers import PROFILES
 from verification.clients import providers
 
 
@@ -96,3 +97,56 @@ def test_readyz_says_a_model_check_llm_found_unusable_is_down(fake_model, settin
     settings.LLM_MODELS = "fake-model"
     check()
     assert client.get("/readyz").json()["checks"]["models"] == "ok"
+
+
+# What check_llm must find at each server (../shared/PROVIDERS.md): temperature 0 sent, output
+# format, logprobs, the reasoning effort sent, and where the thinking goes.
+FOUND = {
+    "openai-gpt-4o-mini": (True, "json schema", True, "not sent", "does not think"),
+    "openai-gpt-5-mini": (False, "json schema", False, "minimal", "hidden"),
+    "openai-o4-mini": (False, "json schema", False, "low", "hidden"),
+    "openai-gpt-5.1": (True, "json schema", True, "none", "hidden"),
+    "azure-v1": (False, "json schema", False, "minimal", "hidden"),
+    "deepseek-chat": (True, "json object", True, "not sent", "does not think"),
+    "deepseek-reasoner": (True, "json object", False, "not sent", "a field of its own"),
+    "gemini": (True, "json schema", False, "low", "hidden"),
+    "anthropic": (True, "text", False, "not sent", "does not think"),
+    "groq-qwen3": (True, "json object", False, "none", "inside the answer (<think>"),
+    "openrouter": (True, "json schema", True, "none", "a field of its own"),
+    "mistral": (True, "json schema", False, "not sent", "does not think"),
+    "ollama-qwen3": (True, "json schema", False, "none", "a field of its own"),
+    "ollama-qwen3-old": (True, "json schema", False, "none", "inside the answer (<think>"),
+    "ollama-deepseek-r1": (True, "json schema", False, "none", "its opening tag in the prompt"),
+    "llamacpp": (True, "json schema", True, "none", "a field of its own"),
+    "llamacpp-raw": (True, "json schema", True, "none", "inside the answer (<think>"),
+    "llamacpp-runaway": (True, "json schema", True, "none", "does not think"),
+    "vllm": (True, "json schema", True, "none", "a field of its own"),
+    "vllm-raw": (True, "json schema", True, "none", "inside the answer (<think>"),
+    "lmstudio": (True, "json schema", False, "none", "inside the answer (<think>"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOUND))
+def test_it_tells_what_each_real_server_takes(settings, name):
+    profile = PROFILES[name]
+    server = FakeLLM(profile=profile).start()
+    try:
+        settings.OPENAI_API_KEY = "test-openai-key"
+        route = "/openai/v1" if profile.path_prefix == "/openai/v1/" else "/v1"
+        settings.OPENAI_BASE_URL = server.url + route
+        settings.LLM_MODELS = profile.model
+
+        table = rows(check())
+    finally:
+        server.stop()
+
+    temperature, output, logprobs, effort, thinking = FOUND[name]
+    assert table["model known"] == "yes"
+    assert table["temperature 0"] == ("sent" if temperature else "refused: the model's default")
+    assert table["output format"] == output and table["reasoning effort"] == effort
+    assert table["logprobs"].startswith("yes" if logprobs else "no")
+    assert thinking in table["thinking"]
+    assert all(count <= 1 for count in server.refused.values()), server.refusals
+    if profile.context_tokens and profile.over_context != "cut":  # reported by llama.cpp and vLLM
+        assert table["context"] == f"{profile.context_tokens:,} tokens"
+    assert providers.llm_client(profile.model).capabilities.output_format.replace("_", " ") == output

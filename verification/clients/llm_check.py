@@ -107,6 +107,7 @@ def _ask(client: LLMClient, user: str, *, schema=None, max_tokens: int, stream=F
             parse=lambda answer, tokens: tokens,
             max_tokens=max_tokens,
             logprobs=logprobs,
+            done=lambda answer: bool(answer.strip()),
             **streamed,
         )
     return client.complete(
@@ -147,8 +148,9 @@ def _model_list(client: LLMClient, api_key: str) -> tuple[set[str], int, str]:
     except openai.APIError as error:
         return set(), 0, f"the server at {client.base_url} answered {error} to the model list"
     entries = list(getattr(page, "data", []) or [])
-    ids = {str(getattr(entry, "id", "")) for entry in entries} - {""}
-    ours = next((entry for entry in entries if getattr(entry, "id", "") == client.model), None)
+    # Gemini lists "models/gemini-2.5-flash" for the model asked for as "gemini-2.5-flash".
+    ids = {str(getattr(entry, "id", "")).removeprefix("models/") for entry in entries} - {""}
+    ours = next((e for e in entries if str(getattr(e, "id", "")).removeprefix("models/") == client.model), None)
     extra = (getattr(ours, "model_extra", None) or {}) if ours is not None else {}
     context = next((int(extra[name]) for name in _CONTEXT_FIELDS if isinstance(extra.get(name), int)), 0)
     return ids, context, ""

@@ -281,11 +281,10 @@ def _listed_models(answer: requests.Response) -> set[str]:
         data = answer.json().get("data") if answer.status_code == 200 else None
     except (ValueError, AttributeError):
         return set()
-    return (
-        {str(entry["id"]) for entry in data if isinstance(entry, dict) and "id" in entry}
-        if isinstance(data, list)
-        else set()
-    )
+    if not isinstance(data, list):
+        return set()
+    # Gemini lists "models/gemini-2.5-flash" for the model asked for as "gemini-2.5-flash".
+    return {str(entry["id"]).removeprefix("models/") for entry in data if isinstance(entry, dict) and "id" in entry}
 
 
 def _why_unreachable(error: requests.RequestException) -> str:
