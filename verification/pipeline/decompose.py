@@ -153,7 +153,8 @@ def _ask(
 
 
 # What an answer may hold (issue 37: a small model that does not stop on its own wrote for
-# minutes): a sentence's claims restate its words, each with a query of as many, plus labels.
+# minutes): a sentence's claims restate its words, each with a query and a label, so a sentence
+# gets as many tokens as it has characters (about four times its own tokens), and a header's.
 ANSWER_TOKENS_BASE = 32
 ANSWER_TOKENS_PER_SENTENCE = 48
 

@@ -42,8 +42,9 @@ class RoundVerdict:
 
 NO_EVIDENCE = "No text checked in this round has a sentence that supports or contradicts the claim."
 MAX_REASONING_CHARS = 2000
-# What an answer may hold: three sentences of reasoning and the verdict, with room to spare.
-ANSWER_TOKENS = 320
+# What an answer may hold: its reasoning (MAX_REASONING_CHARS at most are kept, about a token
+# for four characters) and the verdict.
+ANSWER_TOKENS = MAX_REASONING_CHARS // 4 + 64
 # Marks a source's selected sentences among their neighbours.
 MARK = ">>"
 
