@@ -14,7 +14,9 @@ from django.test import Client
 from django.utils import timezone
 
 from factsite.logs import RefusalsWithoutTraceback
+from tests.test_trail_views import finished_trail
 from verification.models import Claim, DeletedVerification, Evidence, Sentence, Source, Upload, Verification
+from verification.selectors.checks import check_rows
 
 TEXT = "The Eiffel Tower is in Paris, France. It was completed in 1889."
 TOKEN = "caller-token-" + "a" * 30
@@ -301,3 +303,13 @@ def test_a_judgement_in_flight_at_cancel_is_counted_but_not_saved_so_every_view_
     assert not re.findall(r'class="outcome-tag[^"]*" data-outcome="pending"', page)  # only the legend has it
     assert "Still being checked" not in page and "so far, from" not in page
     assert "finished and are counted in its usage" in page
+
+
+@pytest.mark.django_db
+def test_a_trail_run_is_listed_in_a_trails_words_not_a_web_checks(configured):
+    run = finished_trail()  # 1 of its 3 claims fully supported down the trail
+
+    (row,) = check_rows([run])
+
+    assert row.band == "orange" and row.band_label == "1 of 3 claims fully supported"
+    assert "evidence" not in row.band_label

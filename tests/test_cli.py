@@ -28,7 +28,13 @@ from django.core.management import CommandError, call_command
 from tests.conftest import ROOT, free_port, world_environment
 from tests.fakes import FakePage, FakeSite, LoopbackServer, _Handler
 from tests.processes import READY_WITHIN_S, wait_until
+from tests.test_trail_views import finished_trail
+from tests.test_views import make_run
 from verification.clients import providers
+from verification.management.summaries import summary, trail_summary
+from verification.models import Verification
+from verification.selectors import verification_result
+from verification.selectors.trail_result import trail_result
 
 SAMPLE = ROOT / "sample.txt"
 
@@ -501,3 +507,23 @@ def test_the_llm_server_check_takes_any_http_answer(world, settings, answer):
     finally:
         if server is not world.llm:
             server.stop()
+
+
+@pytest.mark.django_db
+def test_the_summary_of_a_run_answered_from_the_cache_says_how_many_answers_were_reused(configured):
+    """ "LLM calls 0" alone read as if nothing was asked: the answers came from the cache."""
+    run = make_run("The Eiffel Tower is in Paris.")
+    Verification.objects.filter(pk=run.pk).update(
+        llm_calls=0, llm_cached=3, searches=0, searches_cached=1, finished_at=run.created_at
+    )
+    run.refresh_from_db()
+    trail = finished_trail()
+    Verification.objects.filter(pk=trail.pk).update(llm_calls=1, llm_cached=5)
+    trail.refresh_from_db()
+
+    said = summary(verification_result(run), run).splitlines()[-1]
+    trail_said = trail_summary(trail_result(trail, with_texts=True)).splitlines()[-1]
+
+    assert said.startswith("LLM calls 0 (3 answers reused from the cache; 0 prompt + 0 completion tokens)")
+    assert said.endswith("web searches 0 (1 reused from the cache)")
+    assert trail_said.startswith("LLM calls 1 (5 answers reused from the cache; 0 prompt + 0 completion tokens)")

@@ -252,7 +252,10 @@ def test_a_retry_requeues_only_the_failures_another_try_may_change(client, world
     page = client.get(f"/v/{verification_id}").content.decode()
     assert "Retry failed parts" not in page and "No retry is offered" not in page
     # The 403 page read from its snippet is no failure: told in a plain notice, not the red banner.
-    assert "Parts of this verification failed" not in page and "Nothing failed: 1 page could not be read" in page
+    assert (
+        "Parts of this verification failed" not in page
+        and "1 page could not be read, and its search snippet was judged" in page
+    )
     refused = client.post(f"/api/verifications/{verification_id}/retry", content_type="application/json")
     assert refused.status_code == 409 and "would fail the same way" in refused.json()["detail"]
 

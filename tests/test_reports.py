@@ -11,11 +11,14 @@ import lxml.html
 import pytest
 from markdown_it import MarkdownIt
 
+from tests.test_trail_views import finished_trail
 from tests.test_views import SCRIPT, add_claim, add_evidence, get, make_run, one, parse, permalink
 from verification.models import Evidence, Source, Status, Verification
 from verification.scoring import compute_scores
 from verification.selectors import evidence_records
+from verification.selectors.trail_result import trail_result
 from verification.web.templatetags.factsite import percent
+from verification.web.trail_reports import trail_csv, trail_report_html, trail_report_markdown
 
 pytestmark = pytest.mark.django_db
 
@@ -328,3 +331,22 @@ def test_no_csv_cell_from_outside_can_start_a_formula(client, hostile):
         ["'+SUM(A1:A9)", "'=cmd|' /C calc'!A0", "'@cmd|' /C calc'!A0", "'\tcmd|' /C calc'!A0"]
     )
     assert {row["rationale"] for row in rows if row["title"] == "'+SUM(A1:A9)"} == {"'-2+3"}
+
+
+# --- a trail run's reports
+
+
+def test_a_trail_report_says_verdicts_and_status_in_the_readers_words_in_every_format(configured):
+    run = finished_trail()
+    result = trail_result(run, with_texts=True)
+
+    markdown = trail_report_markdown(result, run.text, address="http://testserver/v/1")
+    html = lxml.html.document_fromstring(trail_report_html(result, run.text, address="http://testserver/v/1"))
+    rows = list(csv.DictReader(io.StringIO(trail_csv(result))))
+
+    for text in (markdown.replace("\\_", "_"), html.text_content()):
+        assert "fully_supported" not in text and "not_fully_supported" not in text
+        assert "round 1 (fully supported)" in text.lower() and "round 2 (not fully supported)" in text.lower()
+        assert "finished · checked through 4 texts" in text.lower()
+    assert {row["verdict"] for row in rows} == {"fully supported", "not fully supported"}
+    assert {row["round_verdict"] for row in rows} == {"fully supported", "not fully supported"}

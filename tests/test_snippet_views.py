@@ -57,7 +57,8 @@ def test_snippets_count_by_default_and_one_tick_leaves_them_out(client, snippete
     assert tick.get("checked") is not None
     assert query_of(tick.get("hx-get")) == {"exclude_kinds": {"snippet"}}
     assert tick.get("hx-target") == "#result-body" and tick.get("hx-push-url") == "true"
-    assert one(everything, ".kind-count[data-kind=snippet]").text_content() == "2"
+    # Items (the snippets judged), said so beside the pages of the problems list.
+    assert one(everything, ".kind-count[data-kind=snippet]").text_content() == "2 items"
 
     without = parse(get(client, permalink(snippeted.run), htmx=True, sentence="0", exclude_kinds="snippet"))
 
@@ -65,7 +66,7 @@ def test_snippets_count_by_default_and_one_tick_leaves_them_out(client, snippete
     tick = one(without, "#include-kind-snippet")
     assert tick.get("checked") is None
     assert query_of(tick.get("hx-get")) == {"sentence": {"0"}}
-    assert one(without, ".kind-count[data-kind=snippet]").text_content() == "2, left out"
+    assert one(without, ".kind-count[data-kind=snippet]").text_content() == "2 items, left out"
     assert "Left out: search snippets" in one(without, "#exclusions").text_content()
     box = one(without, f"#include-evidence-{snippeted.refused.pk}")
     assert box.get("checked") is None and box.get("disabled") is not None
@@ -173,9 +174,10 @@ def test_a_page_read_from_its_snippet_is_not_a_failure_on_the_page(client, snipp
     words = " ".join(notice.text_content().split())
     assert "notice-error" not in notice.classes and notice.get("role") == "status"
     assert "Parts of this verification failed" not in words and "item" not in words
-    assert words.startswith("Nothing failed: 2 pages could not be read, and their search snippets were judged")
+    assert words.startswith("2 pages could not be read, and their search snippets were judged in their place")
+    assert one(notice, "#problem-details summary").text_content() == "Which parts, and why"
     fetch = one(notice, "li[data-step=fetch]")
-    assert " ".join(fetch.text_content().split()).startswith("Reading pages: 2 read from their snippets ")
+    assert " ".join(fetch.text_content().split()).startswith("Reading pages: 2 pages read from their snippets ")
     assert {li.text_content() for li in fetch.cssselect("li.read-from-snippet")} == {
         "refused: HTTP 403; judged from its search snippet instead",
         "refused: a bot challenge; judged from its search snippet instead",
@@ -197,8 +199,10 @@ def test_a_page_read_from_its_snippet_is_not_counted_among_the_failures(client, 
     words = " ".join(banner.text_content().split())
     assert words.startswith("Parts of this verification failed (1 item);")
     assert " ".join(one(banner, "li[data-step=fetch]").text_content().split()).startswith(
-        "Reading pages: 1 failed, 2 read from their snippets "
+        "Reading pages: 1 failed, 2 pages read from their snippets "
     )
+    # The same title as while nothing had failed: it lists the pages read from their snippets too.
+    assert one(banner, "#problem-details summary").text_content() == "Which parts, and why"
     assert "refused: HTTP 403; judged from its search snippet instead" in words
     assert "the page answered HTTP 503" in words
 
@@ -229,4 +233,4 @@ def test_the_terminal_summary_says_a_page_was_read_from_its_snippet(snippeted):
     lines = summary(verification_result(run), run).splitlines()
 
     assert not any("failed" in line for line in lines[:4]), lines[:4]
-    assert "Reading pages: 2 read from their snippets (refused: HTTP 403; judged from its search snippet" in lines[2]
+    assert "Reading pages: 2 pages read from their snippets (refused: HTTP 403; judged from its search" in lines[2]

@@ -391,6 +391,19 @@ def test_a_supported_claims_path_is_marked_down_to_its_source(client, configured
     assert stages == ["0", "1", "2"]
 
 
+def test_a_text_with_nothing_selected_shows_no_verdict_of_the_round_as_its_own(client, configured):
+    run = finished_trail()
+
+    doc = lxml.html.fromstring(client.get(f"/v/{run.pk}?claim={claim_id(run, 'opened')}").content)
+
+    # Round 2 found the claim fully supported by src-a's sentence; src-b gave nothing to it.
+    (nothing,) = doc.cssselect("article[data-node=src-b] .node-visits li")
+    assert " ".join(nothing.text_content().split()) == "Round 2: nothing selected"
+    assert not nothing.cssselect(".outcome-tag")
+    (chosen,) = doc.cssselect("article[data-node=src-a] .node-visits li")
+    assert chosen.cssselect(".outcome-tag")[0].get("data-outcome") == "supported"
+
+
 def test_a_running_trail_polls_and_a_poll_of_a_finished_one_gets_286(client, configured):
     run = finished_trail()
     Verification.objects.filter(pk=run.pk).update(status=Status.RUNNING)

@@ -63,8 +63,9 @@ def summary(result: dict, verification: Verification) -> str:
     usage = result["usage"]
     lines += [
         "",
-        f"LLM calls {usage['llm_calls']} ({usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
-        f"completion tokens{_thinking(usage)}), web searches {usage['searches']}",
+        f"LLM calls {usage['llm_calls']} ({_reused(usage)}{usage['prompt_tokens']} prompt + "
+        f"{usage['completion_tokens']} completion tokens{_thinking(usage)}), web searches {usage['searches']}"
+        + (f" ({usage['searches_cached']} reused from the cache)" if usage.get("searches_cached") else ""),
     ]
     if result.get("quick"):
         lines.append(f"Quick mode: {result['quick']['note']}")
@@ -79,9 +80,9 @@ def _problem_lines(problem: dict) -> list[str]:
         reasons = [f"{r['reason']} ×{r['count']}" for r in problem["reasons"] if r["read_from_snippet"] is snippet]
         if not count:
             continue
-        told = "its snippet" if count == 1 else "their snippets"
+        told = "1 page read from its snippet" if count == 1 else f"{count} pages read from their snippets"
         head = (
-            f"{problem['label'].capitalize()}: {count} read from {told}"
+            f"{problem['label'].capitalize()}: {told}"
             if snippet
             else (f"Problem in {problem['label']}: {count} failed")
         )
@@ -114,9 +115,19 @@ def trail_summary(result: dict) -> str:
             elif claim["error"]:
                 lines.append(f"      ({claim['error']})")
     usage = result["usage"]
-    tokens = f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens{_thinking(usage)}"
+    tokens = (
+        f"{_reused(usage)}{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens"
+        f"{_thinking(usage)}"
+    )
     lines += ["", f"LLM calls {usage['llm_calls']} ({tokens})"]
     return "\n".join(lines)
+
+
+def _reused(usage: dict) -> str:
+    """The model's answers taken from the cache: a run answered from it makes no call, and
+    "LLM calls 0" alone reads as if nothing was asked."""
+    cached = usage.get("llm_cached", 0)
+    return f"{cached} answer{'' if cached == 1 else 's'} reused from the cache; " if cached else ""
 
 
 def _thinking(usage: dict) -> str:

@@ -63,11 +63,14 @@ from verification.scoring.counts import (
     valid_rule,
 )
 from verification.scoring.trails import (
+    TRAIL_STATUS_WORDS,
     TRAIL_VERDICT_LABELS,
     TRAIL_VERDICTS,
     UNSUPPORTED,
     entered_words,
     trail_score,
+    trail_score_words,
+    trail_verdict_words,
 )
 from verification.scoring.words import (
     CANCELLED_NOTE,
@@ -81,11 +84,14 @@ from verification.scoring.words import (
 
 __all__ = [
     "CANCELLED_NOTE",
+    "TRAIL_STATUS_WORDS",
     "TRAIL_VERDICT_LABELS",
     "TRAIL_VERDICTS",
     "UNSUPPORTED",
     "entered_words",
     "trail_score",
+    "trail_score_words",
+    "trail_verdict_words",
     "BANDS",
     "BAND_LABELS",
     "DEFAULT_RULE",

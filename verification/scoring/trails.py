@@ -17,6 +17,14 @@ TRAIL_VERDICT_LABELS = {
     INCONCLUSIVE: "inconclusive",
 }
 UNSUPPORTED = (NOT_FULLY_SUPPORTED, CONTRADICTED)
+# A trail run's status as its reports say it.
+TRAIL_STATUS_WORDS = {
+    "pending": "waiting to start",
+    "running": "still running",
+    "done": "finished",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
 
 
 def trail_score(verdicts: Sequence[str]) -> float | None:
@@ -25,6 +33,20 @@ def trail_score(verdicts: Sequence[str]) -> float | None:
     if not decided:
         return None
     return sum(verdict == FULLY_SUPPORTED for verdict in decided) / len(decided)
+
+
+def trail_verdict_words(verdict: str | None) -> str:
+    """A verdict as the reader reads it; "not judged" for none."""
+    return TRAIL_VERDICT_LABELS.get(verdict or "", verdict or "not judged")
+
+
+def trail_score_words(verdicts: Sequence[str]) -> str:
+    """What a trail run's score counts, for a list of runs: claims, not evidence."""
+    decided = [verdict for verdict in verdicts if verdict in TRAIL_VERDICTS]
+    if not decided:
+        return "no claim has a verdict yet"
+    supported = sum(verdict == FULLY_SUPPORTED for verdict in decided)
+    return f"{supported} of {len(decided)} claim{'' if len(decided) == 1 else 's'} fully supported"
 
 
 def entered_words(kind: str, steps: Sequence[str], nodes: Sequence[str]) -> str:

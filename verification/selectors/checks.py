@@ -9,7 +9,7 @@ from django.db.models import F, QuerySet
 
 from verification.inputs.documents import EVIDENCE_MODES
 from verification.models import Claim, ClaimStatus, Verification
-from verification.scoring import BAND_LABELS, band, compute_scores, trail_score
+from verification.scoring import BAND_LABELS, band, compute_scores, trail_score, trail_score_words
 from verification.selectors.records import evidence_records_of_runs, permalink
 from verification.selectors.result_json import evidence_mode
 from verification.selectors.result_page import title_words
@@ -51,9 +51,11 @@ def check_rows(runs) -> list[CheckRow]:
     for run in runs:
         if evidence_mode(run) == "trail":  # the share of its claims fully supported down the trail
             score = trail_score(trail_verdicts[run.pk])
+            label = trail_score_words(trail_verdicts[run.pk])
             mode = "the steps that made it"
         else:
             score = compute_scores(records[run.pk]).overall.score
+            label = BAND_LABELS[band(score)]
             mode = dict(EVIDENCE_MODES).get(evidence_mode(run), "")
         rows.append(
             CheckRow(
@@ -64,7 +66,7 @@ def check_rows(runs) -> list[CheckRow]:
                 status=run.status,
                 score=score,
                 band=band(score),
-                band_label=BAND_LABELS[band(score)],
+                band_label=label,
                 evidence=mode,
                 edited_from=str(run.edited_from_id) if run.edited_from_id else None,
                 edited_from_created_at=getattr(run, "edited_from_created_at", None),

@@ -8,6 +8,8 @@ import io
 
 from django.template.loader import render_to_string
 
+from verification.models import ClaimStatus
+from verification.scoring import TRAIL_STATUS_WORDS, trail_verdict_words
 from verification.web.reports import FORMULA_STARTS, markdown_text
 
 CSV_COLUMNS = ("sentence", "claim", "verdict", "entered", "round", "round_verdict", "node", "selected", "summary")
@@ -23,10 +25,12 @@ def _claims_by_sentence(result: dict) -> list[dict]:
 
 
 def _with_marks(claim: dict) -> dict:
-    """Each round's selections with the texts of their selected sentences, in order."""
+    """Each round's selections with the texts of their selected sentences, in order, and the
+    verdicts in the reader's words (the page's), never their raw values."""
     rounds = [
         {
             **one,
+            "verdict_words": trail_verdict_words(one["verdict"]),
             "selections": [
                 {**selection, "marked": [selection["sentences"].get(i, "") for i in selection["sentence_ids"]]}
                 for selection in one["selections"]
@@ -34,7 +38,16 @@ def _with_marks(claim: dict) -> dict:
         }
         for one in claim["rounds"]
     ]
-    return {**claim, "rounds": rounds}
+    said = claim["verdict_label"] if claim["verdict"] or claim["status"] != ClaimStatus.FAILED else "failed"
+    return {**claim, "rounds": rounds, "verdict_words": said}
+
+
+def _facts(result: dict) -> str:
+    """The run's status and usage in words, as the head of each report says them."""
+    usage = result["usage"]
+    reused = f" ({usage['llm_cached']} answers reused)" if usage.get("llm_cached") else ""
+    status = TRAIL_STATUS_WORDS.get(result["status"], result["status"])
+    return f"{status} · checked through {len(result['nodes'])} texts · {usage['llm_calls']} LLM calls{reused}"
 
 
 def _title(result: dict, text: str) -> str:
@@ -47,8 +60,7 @@ def trail_report_markdown(result: dict, text: str, *, address: str) -> str:
     lines = [
         f"# factsite trail report: “{markdown_text(_title(result, text))}”",
         "",
-        f"{markdown_text(result['status'])} · checked through {len(result['nodes'])} texts · "
-        f"{result['usage']['llm_calls']} LLM calls · <{address}>",
+        f"{markdown_text(_facts(result))} · <{address}>",
         "",
         "## Where unsupported claims entered",
         "",
@@ -64,7 +76,7 @@ def trail_report_markdown(result: dict, text: str, *, address: str) -> str:
         score = "" if sentence["percent"] is None else f" ({sentence['percent']}% fully supported)"
         lines += [f"### S{sentence['number']}{score}", "", markdown_text(sentence["text"]), ""]
         for claim in sentence["claim_rows"]:
-            lines.append(f"- **{markdown_text(claim['text'])}**: {markdown_text(claim['verdict_label'])}")
+            lines.append(f"- **{markdown_text(claim['text'])}**: {markdown_text(claim['verdict_words'])}")
             if claim["entered"]:
                 lines.append(f"  - {markdown_text(claim['entered']['words'])}")
             if claim["path"]:
@@ -73,7 +85,7 @@ def trail_report_markdown(result: dict, text: str, *, address: str) -> str:
                 lines.append(f"  - {markdown_text(claim['error'])}")
             for one in claim["rounds"]:
                 read = "; ".join(_selection_markdown(selection) for selection in one["selections"])
-                lines.append(f"  - round {one['index']} ({markdown_text(one['verdict'] or 'not judged')}): {read}")
+                lines.append(f"  - round {one['index']} ({markdown_text(one['verdict_words'])}): {read}")
         lines.append("")
     return "\n".join(lines)
 
@@ -89,6 +101,7 @@ def trail_report_html(result: dict, text: str, *, address: str) -> str:
         "text": text,
         "title": _title(result, text),
         "address": address,
+        "facts": _facts(result),
         "sentences": _claims_by_sentence(result),
     }
     return render_to_string("verification/reports/trail.html", context)
@@ -101,15 +114,15 @@ def trail_csv(result: dict) -> str:
     for sentence in _claims_by_sentence(result):
         for claim in sentence["claim_rows"]:
             entered = claim["entered"]["words"] if claim["entered"] else ""
-            for one in claim["rounds"] or [{"index": "", "verdict": "", "selections": [{}]}]:
+            for one in claim["rounds"] or [{"index": "", "verdict_words": "", "selections": [{}]}]:
                 for selection in one["selections"]:
                     row = (
                         sentence["number"],
                         claim["text"],
-                        claim["verdict"] or claim["status"],
+                        claim["verdict_words"],
                         entered,
                         one["index"],
-                        one["verdict"] or "",
+                        one["verdict_words"],
                         selection.get("node", ""),
                         " ".join(selection.get("marked", [])),
                         selection.get("summary", ""),
