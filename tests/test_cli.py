@@ -177,6 +177,8 @@ def test_verify_with_dense_retrieval_loads_the_offline_model(env, world, tmp_pat
         (("--model", "nope"), b"Water boils at 100 degrees.", "model"),
         ((), b"\xff\xfe\x00binary", "not UTF-8"),
         (("--file", "/nonexistent/text.txt"), b"", "cannot read"),
+        (("--file", "-"), b"   \n ", "empty"),  # "-" is standard input, as for most commands
+        (("--trail", "-"), b"[1]", "trail"),
         (
             ("--quick", "--evidence", "documents", "--source", "https://example.org/a", "--timeout", "5"),
             b"Water boils at 100 degrees.",

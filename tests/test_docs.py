@@ -285,3 +285,27 @@ def test_it_leads_from_readme_to_every_doc():
     unlinked = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "docs").glob("*.md")) if path not in linked]
 
     assert not unlinked, unlinked
+
+
+VERIFY_READS = re.compile(r"(?:--file|--trail|--source)\s+(\S+)|<\s*(\S+)")
+
+
+def test_every_verify_command_in_the_docs_reads_a_file_the_repository_has():
+    """A newcomer pastes them as written: `verify … < answer.txt` failed in a fresh clone."""
+    read = [
+        (path.name, name)
+        for path in doc_files()
+        for line in path.read_text().splitlines()
+        if "manage.py verify" in line
+        for match in VERIFY_READS.finditer(line.split("manage.py verify", 1)[1])
+        for name in (found.strip("`),;.") for found in match.groups() if found)
+        if name != "-" and not name.startswith(("http://", "https://"))
+    ]
+    assert ("using.md", "sample.txt") in read
+    assert [(doc, name) for doc, name in read if not (ROOT / name).is_file()] == []
+
+
+def test_readme_says_the_first_start_takes_minutes_and_gigabytes():
+    quick_start = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+
+    assert "first start takes a few minutes" in quick_start and "2.4 GB" in quick_start

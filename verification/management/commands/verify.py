@@ -49,7 +49,7 @@ class Command(BaseCommand):
     help = "Verify a text (from --file or standard input) and print a summary."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--file", help="the text to verify (default: standard input)")
+        parser.add_argument("--file", help="the text to verify (default, or -: standard input)")
         parser.add_argument("--json", dest="json_out", help="write the result JSON to this path")
         add_run_settings_arguments(parser)
         parser.add_argument(
@@ -83,8 +83,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--trail",
             metavar="TRAIL_JSON",
-            help="check the final text of this trail through the texts that made it (docs/trails.md), "
-            "instead of a text against the web",
+            help="check the final text of this trail (-: standard input) through the texts that made it "
+            "(docs/trails.md), instead of a text against the web",
         )
         parser.add_argument(
             "--q", type=int, help="with --trail: Not Fully Supported verdicts in a row before a claim stops"
@@ -202,7 +202,7 @@ class Command(BaseCommand):
 
     def _read_text(self, path: str | None) -> str:
         try:
-            raw = Path(path).read_bytes() if path else sys.stdin.buffer.read()
+            raw = Path(path).read_bytes() if path and path != "-" else sys.stdin.buffer.read()
         except OSError as error:
             raise CommandError(f"cannot read {path}: {error.strerror}") from error
         try:
