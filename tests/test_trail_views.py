@@ -372,7 +372,8 @@ def test_selecting_an_unsupported_claim_with_htmx_swaps_in_its_trail_saying_wher
     )
     assert 'class="trail-node entered" id="node-2" data-node="sum-1"' in html
     assert "<mark>The tower was painted gold in 1920.</mark>" in html
-    assert response["Vary"] == "HX-Request"
+    # The page differs by who reads it (the creator's texts, Edit): a cache must not hand one reader's to another.
+    assert response["Vary"] == "HX-Request, Cookie"
 
 
 def test_a_supported_claims_path_is_marked_down_to_its_source(client, configured):

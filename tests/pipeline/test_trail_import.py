@@ -7,7 +7,14 @@ import pytest
 from tests.trail_fixtures import GRAPHRAG, GRAPHRAG_CLAIMS, load
 from tests.trail_model import TrailTestModel
 from verification.pipeline.trail_graph import Trail
-from verification.pipeline.trail_import import TrailImportError, graphrag_trail, langchain_map_reduce_trail
+from verification.pipeline.trail_import import (
+    TrailImportError,
+    cited_reports,
+    graphrag_trail,
+    json_trail,
+    langchain_map_reduce_trail,
+    result_trail,
+)
 from verification.pipeline.trail_loop import check_claim
 
 
@@ -297,3 +304,74 @@ def test_the_planted_graphrag_trail_imported_from_parquet_finds_every_planted_ve
         assert result.error == planted.expected.error, planted.name
         sources = tuple(renamed[node] for node in result.path.sources) if result.path else ()
         assert sources == planted.expected.sources, planted.name
+
+
+# --- a file of any format: told apart by its content (the /trail form's file)
+
+
+def test_a_json_file_is_read_by_its_format():
+    trail = {"nodes": [{"id": "a", "text": "A."}]}
+    assert json_trail(trail) is trail
+    assert load(json_trail(langchain_run())).final == "final"
+    with pytest.raises(TrailImportError, match="JSON in no format a trail is read from; give a factsite trail"):
+        json_trail({"summary": "A mill."})
+
+
+def result_node(node_id, text, inputs=(), step=None, stage=0, url="") -> dict:
+    """A node as a trail result (selectors/trail_result) gives it."""
+    return {
+        "id": node_id,
+        "text": text,
+        "inputs": list(inputs),
+        "step": step or f"stage {stage}",
+        "stage": stage,
+        "url": url,
+        "status": "done",
+        "error": "",
+        "is_root": not inputs,
+        "is_final": False,
+    }
+
+
+def test_a_trail_result_gives_back_the_trail_it_checked():
+    result = {
+        "kind": "trail",
+        "status": "done",
+        "nodes": [
+            result_node("a", "Alpha.", step="chapter"),
+            result_node("b", "Beta read from the web.", url="https://example.org/b"),
+            result_node("s", "Alpha and beta.", ["a", "b"], stage=1),
+            result_node("f", "Final.", ["s"], step="answer", stage=2),
+        ],
+        "claims": [],
+    }
+
+    assert json_trail(result) == {
+        "nodes": [
+            {"id": "a", "text": "Alpha.", "from": [], "step": "chapter", "stage": 0},
+            {"id": "b", "document": {"url": "https://example.org/b"}, "from": [], "stage": 0},
+            {"id": "s", "text": "Alpha and beta.", "from": ["a", "b"], "stage": 1},
+            {"id": "f", "text": "Final.", "from": ["s"], "step": "answer", "stage": 2},
+        ]
+    }
+
+
+def test_a_trail_result_without_its_texts_holds_no_trail():
+    withheld = {**result_node("a", None), "text_withheld": True}
+    with pytest.raises(TrailImportError, match="no text for node 'a': a trail result carries its texts only"):
+        result_trail({"kind": "trail", "nodes": [withheld, result_node("f", "Final.", ["a"], stage=1)]})
+
+
+@pytest.mark.parametrize(
+    ("answer", "reports"),
+    [
+        ("Mills ground barley [Data: Reports (2, 7)]. Rivers froze [Data: Reports (7, 11)].", [2, 7, 11]),
+        ("Both [Data: Sources (3); Reports (4)].", [4]),
+        ("Many [Data: Reports (1, 2, 3, 4, 5, +more)].", None),
+        ("No markers at all.", None),
+        ("Only entities [Data: Entities (5, 6)].", None),
+    ],
+    ids=["two-markers", "beside-sources", "cut-short", "none", "entities-only"],
+)
+def test_the_reports_a_graphrag_answer_cites(answer, reports):
+    assert cited_reports(answer) == reports

@@ -60,6 +60,12 @@ def is_creator(request: HttpRequest, verification: Verification | None) -> bool:
     return token is not None and hmac.compare_digest(creator_key(token), verification.creator)
 
 
+def may_read_trail_texts(request: HttpRequest, verification: Verification) -> bool:
+    """A trail's texts are its creator's documents. A copy that Check again made for someone who
+    could not read them (`texts_withheld`) keeps them closed to its own creator too."""
+    return is_creator(request, verification) and not verification.settings.get("texts_withheld")
+
+
 NOT_CREATOR = "Only the browser or API caller that started this verification can do that."
 RETRY_REFUSED = (
     "Only the browser or API caller that started this verification can retry it. Check its text again as a run "

@@ -105,4 +105,4 @@ def trail_get(request: HttpRequest, verification_id: uuid.UUID):
     )
     if not is_trail(verification):
         raise Http404("This run is not a trail: read it at /api/verifications/{id}.")
-    return trail_result(verification, with_texts=ownership.is_creator(request, verification))
+    return trail_result(verification, with_texts=ownership.may_read_trail_texts(request, verification))

@@ -47,8 +47,16 @@ For an answer written from some of the reports (`reports`: community numbers as 
 h is the text unit's human_readable_id (what "[Data: Sources (…)]" cites), or its row in the table
 from 1 without one. GraphRAG writes entity and relationship descriptions between text units and
 reports, and global search a partial answer per batch of reports; the trail skips both, so a claim
-that entered there shows as entering at the community reports."""
+that entered there shows as entering at the community reports.
 
+A file of any of these (json_trail)
+-----------------------------------
+The /trail form tells a JSON file's format from its content: factsite's trail (an object with
+"nodes"), a factsite trail result (GET /api/trails/{id}: "kind": "trail", each node's "inputs",
+its "text", null when withheld from the reader, and its "url"), or a LangChain run. A trail
+result gives back the trail it checked: each node's text, or its web address to read again."""
+
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,3 +273,76 @@ def _text(value: Any, what: str) -> str:
 
 def _names(names: Sequence[str]) -> str:
     return ", ".join(map(repr, names[:_NAMED])) + (" …" if len(names) > _NAMED else "")
+
+
+# The formats a trail file may be in, as a refusal names them.
+FORMATS = (
+    "a factsite trail (an object with 'nodes'), a factsite trail result (GET /api/trails/{id}, the result "
+    "page's JSON), a LangChain map-reduce run (with 'input_documents', 'intermediate_steps' and 'output_text'), "
+    "or GraphRAG output (a zip of its output folder, or its parquet tables)"
+)
+
+
+def json_trail(data: Any) -> dict[str, Any]:
+    """A decoded JSON file of any format a trail file may be in → the trail. A factsite trail is
+    returned as it is, for parse_trail to say what is wrong with it."""
+    if isinstance(data, dict) and data.get("kind") == "trail":
+        return result_trail(data)
+    if isinstance(data, dict) and "nodes" in data:
+        return data
+    if isinstance(data, dict) and {"input_documents", "intermediate_steps", "output_text"} & set(data):
+        return langchain_map_reduce_trail(data)
+    raise TrailImportError(f"it is JSON in no format a trail is read from; give {FORMATS}")
+
+
+def result_trail(result: Any) -> dict[str, Any]:
+    """A factsite trail result (trail_result's JSON) → the trail it checked: each node's text, or
+    its web address when it was given one (a new run reads it again). A result whose texts were
+    withheld (only the run's creator receives them) holds no trail."""
+    nodes = result.get("nodes") if isinstance(result, dict) else None
+    if not isinstance(nodes, list) or not nodes:
+        raise TrailImportError("a trail result has a non-empty 'nodes' list")
+    return {"nodes": [_result_node(node, position) for position, node in enumerate(nodes, start=1)]}
+
+
+def _result_node(node: Any, position: int) -> dict[str, Any]:
+    if not isinstance(node, dict) or not isinstance(node.get("id"), str):
+        raise TrailImportError(f"node {position} of the result is not an object with an 'id'")
+    name, url, text = node["id"], node.get("url"), node.get("text")
+    if url and isinstance(url, str):
+        given: dict[str, Any] = {"document": {"url": url}}
+    elif isinstance(text, str) and text.strip():
+        given = {"text": text}
+    else:
+        raise TrailImportError(
+            f"the result holds no text for node {name!r}: a trail result carries its texts only for the person "
+            "who ran it"
+        )
+    trail_node = {"id": name, **given, "from": node.get("inputs") or []}
+    stage, step = node.get("stage"), node.get("step")
+    # The result names a step the trail did not name by its stage: that name is not the trail's.
+    if step and step != f"stage {stage}":
+        trail_node["step"] = step
+    if stage is not None:
+        trail_node["stage"] = stage
+    return trail_node
+
+
+# GraphRAG's answers cite what they were written from as "[Data: Reports (2, 7, 64, +more)]".
+_DATA_MARKER = re.compile(r"\[Data:([^\]]*)\]")
+_REPORTS = re.compile(r"Reports\s*\(([^)]*)\)")
+
+
+def cited_reports(answer: str) -> list[int] | None:
+    """The community reports a GraphRAG answer's markers cite, in order; None when it cites none,
+    or marks a list as cut short ("+more"): then it was written from more than it names."""
+    cited: list[int] = []
+    for marker in _DATA_MARKER.findall(answer):
+        for listed in _REPORTS.findall(marker):
+            for item in listed.split(","):
+                item = item.strip()
+                if item.lower().startswith("+more"):
+                    return None
+                if item.isascii() and item.isdigit():
+                    cited.append(int(item))
+    return list(dict.fromkeys(cited)) or None

@@ -16,7 +16,8 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.utils.datastructures import MultiValueDict
 
 from verification.clients import providers
-from verification.inputs.trails import MAX_Q, TrailRefused, trail_from_json
+from verification.inputs.trail_files import trail_from_files
+from verification.inputs.trails import MAX_Q, TrailRefused
 
 # Empty boxes a new form offers; "Add" gives one more each time.
 SOURCE_BOXES = 3
@@ -202,6 +203,58 @@ def trail_data(builder: Builder) -> dict:
     return {"nodes": nodes}
 
 
+def builder_of_trail(trail: dict) -> Builder:
+    """A trail's nodes in the builder's boxes (Edit): sources, each stage's texts a level, the
+    final text. TrailRefused, naming why, for a trail the builder cannot show: a text made from
+    texts two levels below, a level of texts from different steps, a text given by its web
+    address, more texts or levels than the builder holds. `trail` is the JSON shape with every
+    node's stage (selectors.trail_copy)."""
+    nodes = trail["nodes"]
+    used = {name for node in nodes for name in node.get("from", [])}
+    final = next(node for node in nodes if node["id"] not in used)
+    if addressed := next((node["id"] for node in nodes if "text" not in node), None):
+        raise TrailRefused(f"{addressed!r} is read from a web address, and the builder takes texts only")
+    by_stage: dict[int, list[dict]] = {}
+    for node in nodes:
+        if node is not final:
+            by_stage.setdefault(node["stage"] if node.get("from") else 0, []).append(node)
+    stages = sorted(by_stage)
+    if stages != list(range(len(stages))):
+        raise TrailRefused("its stages skip a number: the builder's levels are written each from the one below")
+    if len(stages) - 1 > MAX_LEVELS or any(len(level) > MAX_BOXES for level in by_stage.values()):
+        raise TrailRefused(f"the builder holds {MAX_LEVELS} levels of up to {MAX_BOXES} texts each")
+    data = MultiValueDict()
+    position = {}
+    for stage, level in by_stage.items():
+        prefix = "source" if stage == 0 else f"level-{stage - 1}"
+        steps = {node.get("step") for node in level}
+        if stage and len(steps) > 1:
+            raise TrailRefused(f"the texts of stage {stage} were written by different steps; a level has one")
+        below = [] if stage == 0 else by_stage[stage - 1]
+        for index, node in enumerate(level):
+            if stage and not set(node["from"]) <= {other["id"] for other in below}:
+                raise TrailRefused(f"{node['id']!r} is made from texts other than those of the stage below it")
+            box = f"{prefix}-{index}"
+            data.setlist(f"{box}-name", [node["id"]])
+            data.setlist(f"{box}-text", [node["text"]])
+            if stage:
+                data.setlist(f"{box}-seen", [str(len(below))])
+                data.setlist(f"{box}-from", [str(position[name]) for name in node["from"]])
+            position[node["id"]] = index
+        if stage:
+            data.setlist(f"{prefix}-step", [steps.pop() or ""])
+        data.setlist(f"{prefix}-count", [str(len(level))])
+    top = by_stage[stages[-1]]
+    if set(final.get("from", [])) != {node["id"] for node in top}:
+        raise TrailRefused("the final text is not made from every text of the highest level, as the builder's is")
+    data.setlist("source-count", [str(len(by_stage[0]))])
+    data.setlist("level-count", [str(max(len(stages) - 1, 1))])
+    data.setlist("final-name", [final["id"]])
+    data.setlist("final-text", [final["text"]])
+    data.setlist("final-step", [final.get("step") or ""])
+    return builder_from_data(data)
+
+
 class TrailForm(forms.Form):
     """The builder, or a trail file instead; the model and q. `cleaned_data["trail"]` is the
     trail as decoded JSON, for inputs/trails.trail_submission to validate."""
@@ -215,17 +268,18 @@ class TrailForm(forms.Form):
         help_text="1 finds the most unsupported claims; 3 gave VeriTrail its best balance.",
     )
     trail_file = forms.FileField(
-        label="Or a trail file (JSON)",
+        label="Or a file: a trail, a trail result, a LangChain run or GraphRAG output",
         required=False,
         help_text="A file, when chosen, is checked instead of the texts above.",
     )
 
-    def __init__(self, data=None, files=None, **kwargs) -> None:
+    def __init__(self, data=None, files=None, *, builder: Builder | None = None, **kwargs) -> None:
+        """`builder`: boxes filled from a trail (Edit) for a form not yet sent."""
         super().__init__(data, files, **kwargs)
         self.fields["model"].choices = [(name, name) for name in providers.model_names()]
         self.fields["q"].initial = settings.TRAIL_Q
         self.fields["q"].widget.attrs.update({"min": 1, "max": MAX_Q})
-        self.builder = builder_from_data(data)
+        self.builder = builder or builder_from_data(data)
 
     @property
     def adding(self) -> bool:
@@ -233,20 +287,24 @@ class TrailForm(forms.Form):
         return self.is_bound and bool(self.data.get("add"))
 
     def clean_trail_file(self):
-        upload = self.cleaned_data.get("trail_file")
-        if upload and upload.size > settings.MAX_UPLOAD_BYTES:
+        # GraphRAG's tables may be chosen together: the field keeps the last, the form takes them all.
+        uploads = self.files.getlist("trail_file")
+        if sum(upload.size for upload in uploads) > settings.MAX_UPLOAD_BYTES:
             raise forms.ValidationError(
                 f"The trail file is larger than {settings.MAX_UPLOAD_BYTES / 2**20:g} MB (MAX_UPLOAD_BYTES)."
             )
-        return upload
+        return uploads
 
     def clean(self) -> dict:
         cleaned = super().clean()
         if self.errors:
             return cleaned
-        upload = cleaned.get("trail_file")
+        uploads = cleaned.get("trail_file")
         try:
-            cleaned["trail"] = trail_from_json(upload.read()) if upload else trail_data(self.builder)
+            if uploads:
+                cleaned["trail"] = trail_from_files(uploads, answer=self.builder.final.text)
+            else:
+                cleaned["trail"] = trail_data(self.builder)
         except TrailRefused as refusal:
             raise forms.ValidationError(str(refusal)) from None
         return cleaned

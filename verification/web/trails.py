@@ -1,4 +1,4 @@
-"""The trail pages (issue 26): the form that starts a trail run, and a trail run's permalink —
+"""A trail run's page (issue 26; the form that starts one is web/trail_start.py): its permalink —
 the summary a pipeline's builder reads first, the final text coloured by the share of each
 sentence's claims found fully supported, and the selected claim's trail: the stages as columns
 from the sources to the final text, the nodes it visited with each round's verdict, the selected
@@ -9,26 +9,20 @@ templates. Outside text (node texts, step names, ids, reasoning) is escaped by t
 
 from collections import defaultdict
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
-from django.urls import reverse
-from django.views.decorators.http import require_http_methods
+from django.shortcuts import render
 
 from verification import selectors, services
-from verification.access import limits, ownership
-from verification.clients import providers
-from verification.inputs.trails import MAX_Q, TrailRefused, trail_submission
+from verification.access import ownership
 from verification.models import FINISHED, Status, Verification
 from verification.scoring import NOT_CHECKED, OUTCOME_ICONS, TRAIL_VERDICT_LABELS, TRAIL_VERDICTS, band, trail_score
 from verification.selectors.result_json import retryable
 from verification.selectors.result_page import passage_parts, result_legend
 from verification.selectors.trail_result import CANCELLED, is_trail, trail_result
-from verification.web.trail_form import TrailForm, plain_number
-from verification.worker import start
+from verification.web.trail_form import plain_number
 
 # `is_trail` too: views.result hands a trail run to `trail_page`.
-__all__ = ["is_trail", "trail_new", "trail_page"]
+__all__ = ["is_trail", "trail_page"]
 
 # A verdict drawn with the shape of the result page's outcome that says the same.
 VERDICT_SHAPES = {
@@ -43,58 +37,12 @@ WHOLE_TEXT_CHARS = 60_000
 CONTEXT_CHARS = 600
 
 
-@require_http_methods(["GET", "POST"])
-def trail_new(request: HttpRequest) -> HttpResponse:
-    if request.method == "GET":
-        return _form_page(request, TrailForm())
-    form = TrailForm(request.POST, request.FILES)
-    if form.adding:
-        # One more box, everything typed kept; htmx swaps only the builder.
-        return _form_page(request, form, fragment=bool(request.htmx))
-    if not form.is_valid():
-        return _form_page(request, form, status=400)
-    try:
-        data = form.cleaned_data
-        submission = trail_submission(data["trail"], model=data["model"] or None, q=data["q"])
-    except TrailRefused as refusal:
-        return _form_page(request, form, status=400, refusal=str(refusal))
-    if providers.configuration_problems(submission.settings["model"], web_search=False):
-        return _form_page(request, form, status=503)  # the page names the variables to set
-    client = limits.request_client(request)
-    token = ownership.request_token(request) or ownership.new_token()
-    started = start.start_trail_run(client, submission, creator=ownership.creator_key(token))
-    if isinstance(started, limits.RateLimited):
-        # Said above the form, every text kept, as for any other refusal.
-        response = _form_page(request, form, status=429, refusal=started.message())
-        response["Retry-After"] = str(started.retry_after)
-        return response
-    verification = started
-    return ownership.remember(redirect(reverse("verification:result", args=[verification.pk])), request, token)
-
-
-def _form_page(
-    request: HttpRequest, form: TrailForm, *, status: int = 200, refusal: str = "", fragment: bool = False
-) -> HttpResponse:
-    errors = ([refusal] if refusal else []) + (form.refusals() if form.is_bound and not form.adding else [])
-    context = {
-        "form": form,
-        "builder": form.builder,
-        "errors": errors,
-        "file_chosen": bool(form.is_bound and form.files.get("trail_file")),
-        "problems": providers.configuration_problems(form["model"].value() or None, web_search=False),
-        "max_q": MAX_Q,
-        "max_nodes": settings.TRAIL_MAX_NODES,
-        "max_chars": settings.TRAIL_MAX_CHARS,
-    }
-    template = "verification/trail_new.html#builder" if fragment else "verification/trail_new.html"
-    return render(request, template, context, status=status)
-
-
 def trail_page(request: HttpRequest, verification: Verification) -> HttpResponse:
     """A trail run's permalink; `?claim=<id>` selects a claim. HTMX gets the body's fragment, and
     a poll of a finished run a 286, which swaps it in and stops polling."""
     is_creator = ownership.is_creator(request, verification)
-    result = trail_result(verification, with_texts=is_creator)
+    may_read = ownership.may_read_trail_texts(request, verification)
+    result = trail_result(verification, with_texts=may_read)
     finished = verification.status in FINISHED
     claims = {claim["id"]: claim for claim in result["claims"]}
     selected = claims.get(_claim_id(request.GET.get("claim", "")))
@@ -107,6 +55,7 @@ def trail_page(request: HttpRequest, verification: Verification) -> HttpResponse
         "title": selectors.title_words(verification.text),
         "seconds": services.working_seconds(verification),
         "is_creator": is_creator,
+        "may_edit": may_read,
         "can_retry": finished
         and verification.status != Status.CANCELLED
         and retryable(verification) > 0

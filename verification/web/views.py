@@ -257,7 +257,7 @@ def _trail_download(request: HttpRequest, verification_id, kind: str) -> HttpRes
         return None
     content_type, write = _TRAIL_DOWNLOADS[kind]
     address = request.build_absolute_uri(reverse("verification:result", args=[verification.pk]))
-    result = trail_result(verification, with_texts=ownership.is_creator(request, verification))
+    result = trail_result(verification, with_texts=ownership.may_read_trail_texts(request, verification))
     body = write(result, verification.text, address=address)
     return _attachment(body, content_type, f"factsite-trail-{verification.pk}.{kind}")
 
