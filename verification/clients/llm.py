@@ -17,7 +17,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Protocol, TypeVar
 
@@ -245,9 +245,13 @@ class LLMClient:
         if self.context_tokens:
             thinking_room = min(thinking_room, self.context_tokens // 4)
         ask = Ask(system, user, schema_name, schema, logprobs, max_tokens, thinking_room, done=done)
+        if on_text is None and done is not None:
+            # Streamed to be read only to the answer's end: a model that writes on after it
+            # (a small local one) would otherwise be waited for until its cap.
+            on_text = lambda text, *_: done(text)  # noqa: E731
         for _attempt in range(2):
             asked = _Logprobs(logprobs) if logprobs else None
-            if on_text is not None and schema is None and self.capabilities.stream:
+            if on_text is not None and self.capabilities.stream:
                 text = self._streamed(replace(ask, stream=True), on_text, asked)
             else:
                 text = self._ask(ask, asked)
@@ -274,17 +278,31 @@ class LLMClient:
         if not response.choices:
             return ""
         choice = response.choices[0]
-        answer, thought = strip_thinking(choice.message.content or "")
+        content = choice.message.content or ""
+        answer, thought = self._answer_of(content, cut=choice.finish_reason == "length")
         hidden = _reasoning_tokens(response.usage)
         reasoning = _reasoning_field(choice.message)
         self.usage.reasoning_tokens += hidden or estimated_tokens(thought + reasoning)
-        self._learn_thinking(reasoning, choice.message.content or "", hidden)
+        self._learn_thinking(reasoning, content, hidden, unclosed=bool(thought) and thought == content)
         self._check_cut_prompt(ask, response.usage)
         if asked:
             asked.add(choice.logprobs)
         if choice.finish_reason == "length":
             return self._cut_answer(answer, ask, asked, body, thinking=bool(thought or hidden or reasoning))
         return answer
+
+    def _answer_of(self, content: str, *, cut: bool) -> tuple[str, str]:
+        """(the answer, the thinking) of a reply's content. One cut at its cap with no thinking
+        tag in it, from a model whose template may open the block in the prompt, was all
+        thinking: the closing tag never came."""
+        answer, thought = strip_thinking(content)
+        known = self.capabilities.thinking
+        opened_in_prompt = known == caps.THINKING_CLOSED or (
+            known == caps.THINKING_UNKNOWN and caps.may_think_unopened(self.model)
+        )
+        if cut and opened_in_prompt and not thought:
+            return "", content
+        return answer, thought
 
     def _cut_answer(self, answer: str, ask: Ask, asked: _Logprobs | None, body: dict, *, thinking: bool) -> str:
         """An answer cut at its cap: used if the step finds it complete (a model that writes on
@@ -301,14 +319,19 @@ class LLMClient:
         """The request as the server takes it; a refusal that names something the request can do
         without is learned (kept for every later call) and the request sent again without it."""
         capabilities, guessed = self.capabilities, False
+        ask = replace(ask, logprobs=ask.logprobs if asked else 0)
         for _lesson in range(MAX_LESSONS):
-            body = build_request(self.model, capabilities, replace(ask, logprobs=ask.logprobs if asked else 0))
+            body = build_request(self.model, capabilities, ask)
             first = self._first_request(capabilities, body)
             try:
                 response = self._create(**body)
             except (openai.BadRequestError, openai.UnprocessableEntityError) as error:
                 refusal = read_refusal(error.status_code, _error_body(error))
-                capabilities = self._learn_refusal(capabilities, refusal, body)
+                fresh = self.capabilities
+                if not guessed and build_request(self.model, fresh, ask) != body:
+                    capabilities = fresh  # another call learned it meanwhile: no lesson to pay twice
+                    continue
+                capabilities = self._learn_refusal(capabilities if guessed else fresh, refusal, body)
                 # A refusal that named nothing is a guess (the newest optional part), kept only
                 # if the request without that part is answered.
                 guessed = guessed or not refusal.parameter
@@ -362,13 +385,14 @@ class LLMClient:
             current = self.capabilities
             self.remember(replace(current, confirmed=tuple(sorted({*current.confirmed, *taken}))))
 
-    def _learn_thinking(self, reasoning: str, content: str, hidden: int) -> None:
-        """Where this model's thinking goes, learned from an answer the first time it shows."""
+    def _learn_thinking(self, reasoning: str, content: str, hidden: int, *, unclosed: bool = False) -> None:
+        """Where this model's thinking goes, learned from an answer the first time it shows
+        (`unclosed`: the whole answer was a block opened in the prompt and never closed)."""
         if reasoning:
             found = caps.THINKING_FIELD
         elif re.search(r"<(think|thinking|reasoning)>", content, re.I):
             found = caps.THINKING_INLINE
-        elif re.search(r"</(think|thinking|reasoning)>", content, re.I):
+        elif unclosed or re.search(r"</(think|thinking|reasoning)>", content, re.I):
             found = caps.THINKING_CLOSED
         elif hidden:
             found = caps.THINKING_HIDDEN
@@ -431,14 +455,17 @@ class LLMClient:
         if not chunks:
             return self._without_streaming(ask, asked)
         self.usage.calls += 1
+        if usage is None:  # a stream left before its end (or a server that sends no usage): estimated
+            usage = _Estimated(estimated_tokens(ask.system + ask.user), estimated_tokens("".join(raw + reasoning)))
         self._count(usage)
         hidden = _reasoning_tokens(usage)
         # The whole answer read again: a closing tag alone ends a block the filter could not
         # know had begun (nothing was handed on before it for a model whose template may open
         # one: may_think_unopened).
-        answer, thought = strip_thinking("".join(raw))
+        content = "".join(raw)
+        answer, thought = self._answer_of(content, cut=finish == "length")
         self.usage.reasoning_tokens += hidden or estimated_tokens(thought + "".join(reasoning))
-        self._learn_thinking("".join(reasoning), "".join(raw), hidden)
+        self._learn_thinking("".join(reasoning), content, hidden, unclosed=bool(thought) and thought == content)
         self._check_cut_prompt(ask, usage)
         if finish == "length":
             thinking = bool(thought or hidden or "".join(reasoning))
@@ -553,6 +580,14 @@ def describe_api_error(error: openai.APIError, model: str, base_url: str) -> str
     if isinstance(error, openai.APIConnectionError):
         return f"could not connect to the LLM server at {base_url}"
     return f"the LLM call failed: {error}"
+
+
+@dataclass(frozen=True)
+class _Estimated:
+    """Usage estimated from the text, for a stream that ended without the server's count."""
+
+    prompt_tokens: int
+    completion_tokens: int
 
 
 def _error_body(error: openai.APIStatusError) -> Any:
