@@ -783,7 +783,10 @@ def test_a_trail_run_whose_queued_tasks_were_lost_mid_trail_is_resumed_to_the_sa
     submission = trail_submission(example, model=MODEL)
 
     def verdicts(run) -> dict:
-        return {c["text"]: (c["verdict"], (c["entered"] or {}).get("kind")) for c in trail_result(run, with_texts=True)["claims"]}
+        return {
+            c["text"]: (c["verdict"], (c["entered"] or {}).get("kind"))
+            for c in trail_result(run, with_texts=True)["claims"]
+        }
 
     whole = services.trail_create(trail=submission.trail, settings=submission.settings, segments=submission.segments)
     inline.send("verification_start", str(whole.pk))
