@@ -8,7 +8,10 @@ closed (the chat template opened it in the prompt). `strip_thinking` removes suc
 whole answer; `ThinkingFilter` does the same to a stream, piece by piece, so the lines a step
 acts on while the model writes start after it."""
 
+import json
 import re
+from dataclasses import dataclass
+from typing import Any
 
 _TAGS = ("think", "thinking", "reasoning")
 _OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
@@ -107,3 +110,46 @@ def estimated_tokens(text: str) -> int:
     """Tokens in a text as a server counts them, roughly (about four characters a token in
     English; shorter for other scripts, so this is a floor for them)."""
     return (len(text) + 3) // 4
+
+
+@dataclass(frozen=True)
+class EstimatedUsage:
+    """Usage estimated from the text, for a stream that ended without the server's count."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def reasoning_field(message: Any) -> str:
+    """The thinking a server sends in a field of its own (DeepSeek, llama.cpp: `reasoning_content`;
+    vLLM, Ollama, OpenRouter, Groq: `reasoning`): counted, never read as the answer."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def reasoning_tokens(usage: Any) -> int:
+    details = getattr(usage, "completion_tokens_details", None)
+    return getattr(details, "reasoning_tokens", None) or 0
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+
+
+def decode_answer(text: str) -> Any:
+    """JSON from a model's answer: plain, inside a ``` fence, or the outermost {...} in prose.
+    Anything else comes back as the stripped text, for the steps' plain-text fallbacks."""
+    text = _FENCE.sub("", text.strip())
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    start, end = text.find("{"), text.rfind("}")
+    if start != -1 and end > start:
+        try:
+            return json.loads(text[start : end + 1])
+        except json.JSONDecodeError:
+            pass
+    return text

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import openai
+
 from verification.clients.llm_capabilities import JSON_OBJECT, JSON_SCHEMA, Capabilities, Refusal
 
 # Said in the prompt where the server does not enforce the schema. It holds the word "JSON",
@@ -112,3 +114,23 @@ def describe_cut_answer(model: str, cap: int, thinking: bool) -> str:
             "LLM_REASONING_EFFORT lower, or LLM_REASONING_TOKENS higher"
         )
     return f"the answer of {model} was cut at its cap of {cap:,} tokens before it was complete"
+
+
+def describe_api_error(error: openai.APIError, model: str, base_url: str) -> str:
+    if isinstance(error, openai.AuthenticationError):
+        return f"the LLM server refused the API key (HTTP 401): check OPENAI_API_KEY for {model}"
+    if isinstance(error, openai.NotFoundError):
+        hint = (
+            ": Azure's plain client works only on the v1 route (https://<resource>.openai.azure.com/openai/v1/ "
+            "as OPENAI_BASE_URL, the deployment name as the model)"
+            if ".azure." in base_url and "/openai/v1" not in base_url
+            else " (check LLM_MODELS and OPENAI_BASE_URL)"
+        )
+        return f"the LLM server at {base_url} does not know the model {model} (HTTP 404){hint}"
+    if isinstance(error, openai.APIStatusError):
+        return f"the LLM server answered HTTP {error.status_code} for {model}, also after retries"
+    if isinstance(error, openai.APITimeoutError):
+        return f"the LLM server at {base_url} did not answer in time, also after retries"
+    if isinstance(error, openai.APIConnectionError):
+        return f"could not connect to the LLM server at {base_url}"
+    return f"the LLM call failed: {error}"
