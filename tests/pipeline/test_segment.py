@@ -1,8 +1,11 @@
+import time
+
 import pytest
 
 from verification.pipeline.segment import (
     CONTEXT_BUDGET_CHARS,
     MAX_SENTENCE_CHARS,
+    PIECE_CHARS,
     segment,
     split_sentences,
 )
@@ -370,3 +373,80 @@ def test_it_chunks_a_long_chinese_paragraph_to_the_context_budget():
         assert s.context[s.position_in_context] == s.text
         assert s.paragraph_index == 0
         assert paragraph[s.start : s.end] == s.text
+
+
+# Sentences as a long source has them: abbreviations, decimals and initialisms that Punkt must not
+# end a sentence at, so a piece cut in the wrong place would show.
+PROSE = [
+    "The tower was built in 1889 by Gustave Eiffel for the World's Fair.",
+    "Dr. Smith measured it at 330 m, i.e. about 1,083 ft, in the U.S. survey.",
+    "It was the tallest structure in the world until 1930!",
+    "Why did it stay?",
+    "Its radio antennas, e.g. those of the French army, made it useful.",
+    "Visitors arrive at 9 a.m. every day and leave by 11 p.m. at the latest.",
+]
+
+
+def prose(paragraphs: int, separator: str) -> tuple[str, list[list[str]]]:
+    groups = [[PROSE[(i + j) % len(PROSE)] for j in range(2 + i % 5)] for i in range(paragraphs)]
+    return separator.join(" ".join(group) for group in groups), groups
+
+
+@pytest.fixture
+def guard(monkeypatch):
+    """NLTK's ReDoS guard at 1 s instead of 5: a busy worker's share of it (the clock is the
+    process's CPU time, other threads' included), and what a 2 MB line used to take (issue 38)."""
+    from nltk import redos
+
+    monkeypatch.setattr(redos, "DEFAULT_TIMEOUT", 1.0)
+
+
+@pytest.mark.parametrize("separator", ["\n\n", "\n"])
+def test_a_text_longer_than_a_piece_gives_the_sentences_of_each_line(guard, separator):
+    text, groups = prose(1000, separator)
+    assert len(text) > 5 * PIECE_CHARS
+
+    sentences = segment(text)
+
+    assert [s.text for s in sentences] == [sentence for group in groups for sentence in group]
+    paragraphs = [i if separator == "\n\n" else 0 for i, group in enumerate(groups) for _ in group]
+    assert [s.paragraph_index for s in sentences] == paragraphs
+    assert [s.index for s in sentences] == list(range(len(sentences)))
+    assert all(text[s.start : s.end] == s.text for s in sentences)
+
+
+def test_a_long_line_is_cut_between_sentences_only(guard):
+    text, groups = prose(1000, " ")
+    assert "\n" not in text and len(text) > 5 * PIECE_CHARS
+
+    sentences = segment(text)
+
+    assert [s.text for s in sentences] == [sentence for group in groups for sentence in group]
+    assert all(text[s.start : s.end] == s.text for s in sentences)
+    assert all(s.context[s.position_in_context] == s.text for s in sentences)
+
+
+@pytest.mark.parametrize("separator", ["\n\n", "\n", " "])
+def test_two_megabytes_segment_inside_nltks_redos_guard(guard, separator):
+    """A 2 MB line ran as one Punkt scan: 2 s of CPU quiet, TimeoutError under the guard on a busy
+    worker. In pieces each scan is a few milliseconds, whatever the size."""
+    sample, _ = prose(1000, separator)
+    text, groups = prose(2_000_000 * 1000 // len(sample) + 10, separator)
+    assert len(text) >= 2_000_000
+
+    sentences = segment(text)
+
+    assert len(sentences) == sum(map(len, groups))
+    assert all(text[s.start : s.end] == s.text for s in sentences)
+
+
+def test_a_run_of_glued_abbreviations_takes_linear_time():
+    """Each "e.g.Word" read back to the last cut for the word before it: 20 KB took 1.6 s."""
+    text = "e.g.Python " * 20_000
+
+    started = time.process_time()
+    sentences = segment(text)
+
+    assert time.process_time() - started < 3
+    assert all(text[s.start : s.end] == s.text for s in sentences)
+    assert "".join(s.text for s in sentences).replace(" ", "") == text.replace(" ", "")

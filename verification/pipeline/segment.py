@@ -32,6 +32,12 @@ ABBREVIATIONS = frozenset(
 CONTEXT_BUDGET_CHARS = 3000
 # A "sentence" longer than this (a wall of text with no punctuation) is cut at a space.
 MAX_SENTENCE_CHARS = 1500
+# Punkt runs under NLTK's ReDoS guard (nltk.redos): TimeoutError once a scan has taken 5 s of the
+# process's CPU time, counted from its first match to its last, so other threads' work counts too,
+# and a 2 MB line failed on a busy worker (issue 38). A text is read in pieces of at most this many
+# characters (~40 ms each), cut where a line or else a sentence ends, so any size stays well inside
+# the guard; the merges below (list markers, initialisms) stay within a piece as well.
+PIECE_CHARS = 20_000
 
 # Han, kana (with 々〆〇) and half-width katakana: scripts written without spaces between words.
 _CJK = "\u3005-\u3007\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
@@ -53,8 +59,12 @@ _QUOTATIVE = ("と", "って")
 _GLUED = re.compile(rf"(?<=[a-z0-9][.!?])(?=[A-Z])|(?<=[a-z][.!?])(?=[{_CJK}])")
 # ASCII, as every abbreviation is: in "例如e.g.中文" the word is "e.g", not "例如e.g".
 _WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$", re.ASCII)
+_WORD_CHAR = re.compile(r"[\w.]", re.ASCII)
+_LONGEST_ABBREVIATION = max(map(len, ABBREVIATIONS))
 # "R.N.", "B.C.E.", "A. D.": letters each followed by a period, at the end of a span.
 _INITIALISM_END = re.compile(r"(?<![\w.])(?:[A-Za-z]\. ?){1,}[A-Za-z]\.$")
+# Where a piece may end: a sentence end and the space after it (a CJK full stop needs none).
+_PIECE_END = re.compile(rf"[.!?]+[\"'{re.escape(_CLOSERS)}]*\s+|[。｡！？]+[{re.escape(_CLOSERS)}]*\s*")
 _CONTINUES = re.compile(r"[a-z0-9(\[,;:]")
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+]|#{1,6})\s*$")
 # A list number glued to the end of the sentence before it ("…Apple Inc.2." before "Microsoft…",
@@ -75,6 +85,13 @@ def _punkt():
 
 def split_sentences(text: str, offset: int = 0) -> list[Span]:
     """Sentences of one paragraph (or any text), as spans into the text they came from."""
+    spans: list[Span] = []
+    for start, end in _pieces(text):
+        spans.extend(_piece_sentences(text[start:end], offset + start))
+    return spans
+
+
+def _piece_sentences(text: str, offset: int) -> list[Span]:
     spans: list[Span] = []
     for line_start, line in _lines(text):
         for start, end in _punkt_spans(line):
@@ -105,6 +122,38 @@ def segment(text: str) -> list[SegmentedSentence]:
     return sentences
 
 
+def _pieces(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of consecutive pieces of at most PIECE_CHARS: each ends after a line break when
+    there is one (no merge crosses a line, so the sentences are the same as from the whole text),
+    else after a sentence end, else at a space."""
+    start = 0
+    while len(text) - start > PIECE_CHARS:
+        end = start + PIECE_CHARS
+        cut = text.rfind("\n", start, end) + 1
+        if cut <= start:
+            cut = _sentence_cut(text, start, end)
+        yield start, cut
+        start = cut
+    yield start, len(text)
+
+
+def _sentence_cut(text: str, start: int, end: int) -> int:
+    """Where the last sentence before `end` ends (the start of the one after it): after . ! ? and a
+    space before a word that is not lowercase, not after an abbreviation, or after a CJK full stop;
+    else after the last space; else `end`."""
+    cut = 0
+    for match in _PIECE_END.finditer(text, start, end):
+        after = match.end()
+        if after >= len(text) or text[after].islower() or text.startswith(_QUOTATIVE, after):
+            continue
+        if match.group()[0] in ".!?" and _abbreviation_before(text, start, match.start() + 1):
+            continue
+        cut = after
+    if cut > start:
+        return cut
+    return text.rfind(" ", start, end) + 1 or end
+
+
 def _lines(text: str) -> Iterator[tuple[int, str]]:
     position = 0
     for line in text.splitlines(keepends=True):
@@ -124,7 +173,9 @@ def _punkt_spans(line: str) -> Iterator[tuple[int, int]]:
     """Punkt runs on each piece between CJK sentence ends: on the whole line it would read
     "美国。U.S." as one word and break after it."""
     for piece_start, piece_end in _split_cjk(line):
-        for start, end in _punkt().span_tokenize(line[piece_start:piece_end]):
+        # Listed first: the guard's clock runs until the scan ends, through whatever the caller does
+        # between two sentences.
+        for start, end in list(_punkt().span_tokenize(line[piece_start:piece_end])):
             yield piece_start + start, piece_start + end
 
 
@@ -141,12 +192,22 @@ def _split_cjk(line: str) -> Iterator[tuple[int, int]]:
 def _split_glued(line: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     cut = start
     for match in _GLUED.finditer(line, start, end):
-        word = _WORD_BEFORE.search(line, cut, match.start())
-        if word and word.group(1).lower() in ABBREVIATIONS:
+        if _abbreviation_before(line, cut, match.start()):
             continue
         yield cut, match.start()
         cut = match.start()
     yield cut, end
+
+
+def _abbreviation_before(text: str, start: int, end: int) -> bool:
+    """Whether the word before the . ! or ? at `end - 1` (reading back no further than `start`) is
+    one of ABBREVIATIONS. Only the last few characters are read: a longer word is none of them, and
+    reading back to `start` each time made a run of glued abbreviations quadratic."""
+    window = max(start, end - _LONGEST_ABBREVIATION - 2)
+    word = _WORD_BEFORE.search(text, window, end)
+    if word is None or (word.start() == window > start and _WORD_CHAR.match(text, window - 1)):
+        return False
+    return word.group(1).lower() in ABBREVIATIONS
 
 
 def _cut_long(line: str, start: int, end: int, offset: int) -> Iterator[Span]:
