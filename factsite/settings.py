@@ -58,6 +58,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     # The API has no CSRF token: it takes only JSON bodies, which other sites cannot send (see Limits).
     "verification.access.limits.JsonOnlyApiMiddleware",
+    # A trail's body may pass DATA_UPLOAD_MAX_MEMORY_SIZE, up to what TRAIL_MAX_CHARS allows.
+    "verification.access.limits.TrailBodyMiddleware",
     "verification.access.limits.SpendingLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -148,9 +150,11 @@ DECOMPOSE_CHUNK_SENTENCES = max(1, env.int("DECOMPOSE_CHUNK_SENTENCES", default=
 # Not Fully Supported verdicts in a row after which a claim stops: 3 gave VeriTrail its best F1,
 # 1 its best recall of unsupported claims.
 TRAIL_Q = max(1, env.int("TRAIL_Q", default=3))
-# What one trail may hold: nodes, and characters of all its given texts together.
+# What one trail may hold: nodes, and characters of all its given texts together. A trail's body
+# (API) or file (form) may be as large as these allow (access/limits.trail_body_limit). 2,000,000
+# characters is a long book, segmented in about 3 s.
 TRAIL_MAX_NODES = env.int("TRAIL_MAX_NODES", default=500)
-TRAIL_MAX_CHARS = env.int("TRAIL_MAX_CHARS", default=5_000_000)
+TRAIL_MAX_CHARS = env.int("TRAIL_MAX_CHARS", default=2_000_000)
 # Distinct texts one claim may read on its way down (the latest verdict stands past it).
 TRAIL_MAX_NODE_VISITS = env.int("TRAIL_MAX_NODE_VISITS", default=40)
 # What one evidence-selection prompt may hold (a small local model has a small context): a

@@ -4,6 +4,7 @@ and the API. The command line's side is in test_cli.py (it runs as a separate pr
 
 import hashlib
 import hmac
+import io
 import json
 import uuid
 from datetime import timedelta
@@ -429,3 +430,90 @@ def test_about_states_the_limits_in_force(client, settings):
     settings.MAX_CLAIMS_PER_RUN, settings.RUNS_PER_HOUR = 0, 0
     page = client.get("/about").content.decode()
     assert "claims:" not in page and "runs an hour" not in page
+
+
+# --- A trail's size (issue 38.3): TRAIL_MAX_CHARS allowed 5,000,000 characters while any body over
+# DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB) was refused. Here the body limit is far below the trail's.
+
+TRAIL_CHARS = 60_000
+FINAL = "The café opened in 1889."
+
+
+def sized_trail(chars: int) -> dict:
+    """A trail holding `chars` characters of text, most of them written as \\u escapes (6 bytes each)."""
+    source = ("Le café ouvre à huit heures, près du marché. " * (chars // 40))[: chars - len(FINAL)]
+    return {"nodes": [{"id": "a", "text": source}, {"id": "f", "text": FINAL, "from": ["a"]}]}
+
+
+@pytest.fixture
+def trail_limits(configured):
+    configured.TRAIL_MAX_CHARS = TRAIL_CHARS
+    configured.DATA_UPLOAD_MAX_MEMORY_SIZE = 20_000
+    configured.MAX_UPLOAD_BYTES = 20_000
+    configured.TRAIL_MAX_NODES = 10
+    return configured
+
+
+@pytest.mark.django_db
+def test_an_api_trail_as_large_as_trail_max_chars_is_accepted(client, trail_limits):
+    body = json.dumps({"trail": sized_trail(TRAIL_CHARS)})
+    assert len(body) > 4 * trail_limits.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+    response = client.post("/api/trails", body, content_type="application/json")
+
+    assert response.status_code == 201, response.content
+    assert sum(len(node.text) for node in Verification.objects.get().trail_nodes.all()) == TRAIL_CHARS
+
+
+@pytest.mark.django_db
+def test_an_api_trail_one_character_over_trail_max_chars_is_refused_naming_the_limit(client, trail_limits):
+    response = client.post("/api/trails", {"trail": sized_trail(TRAIL_CHARS + 1)}, content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["detail"] == (
+        "The trail is not valid: the texts hold 60,001 characters, more than the limit of 60,000."
+    )
+    assert not Verification.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_api_body_larger_than_any_trail_is_refused_unread_naming_trail_max_chars(client, trail_limits):
+    body = json.dumps({"trail": sized_trail(TRAIL_CHARS), "pad": " " * 1_000_000})
+
+    response = client.post("/api/trails", body, content_type="application/json")
+
+    assert response.status_code == 413
+    assert "a trail may hold (TRAIL_MAX_CHARS)" in response.json()["detail"]
+    assert response.json()["detail"].startswith("The trail is 1.0 MB; the limit is 0.4 MB, enough for the 60,000")
+
+
+@pytest.mark.django_db
+def test_other_api_bodies_keep_djangos_limit(client, trail_limits):
+    response = api_post(client, {"text": SENTENCE * 1_000})
+
+    assert response.status_code == 413
+    assert "the limit is 20,000 bytes" in response.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_a_trail_file_as_large_as_trail_max_chars_is_taken_by_the_form(client, trail_limits):
+    upload = io.BytesIO(json.dumps(sized_trail(TRAIL_CHARS)).encode())
+    upload.name = "trail.json"
+    assert upload.getbuffer().nbytes > 4 * trail_limits.MAX_UPLOAD_BYTES
+
+    response = client.post("/trail", {"source-count": 1, "trail_file": upload})
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Verification.objects.get().settings["evidence"] == "trail"
+
+
+@pytest.mark.django_db
+def test_a_trail_file_one_character_over_is_refused_by_the_form_naming_the_limit(client, trail_limits):
+    upload = io.BytesIO(json.dumps(sized_trail(TRAIL_CHARS + 1)).encode())
+    upload.name = "trail.json"
+
+    response = client.post("/trail", {"source-count": 1, "trail_file": upload})
+
+    assert response.status_code == 400
+    assert "the texts hold 60,001 characters, more than the limit of 60,000." in response.content.decode()
+    assert not Verification.objects.exists()

@@ -136,6 +136,56 @@ class UploadSizeMiddleware:
         return self.get_response(request)
 
 
+# JSON writes any character in at most 6 bytes (\u00e9); a node's id, step, inputs and document
+# address take at most TRAIL_NODE_BYTES besides its text.
+JSON_BYTES_PER_CHAR = 6
+TRAIL_NODE_BYTES = 4096
+# API operations whose body is a trail (url names).
+TRAIL_OPERATIONS = frozenset({"trail_create"})
+
+
+def trail_body_limit() -> int:
+    """The largest trail the settings allow (TRAIL_MAX_CHARS, TRAIL_MAX_NODES) as a JSON body or
+    file. Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB), meant for forms, refused any trail of over
+    about 2.5 million characters, half of what TRAIL_MAX_CHARS allowed (issue 38)."""
+    trail = JSON_BYTES_PER_CHAR * settings.TRAIL_MAX_CHARS + TRAIL_NODE_BYTES * settings.TRAIL_MAX_NODES
+    return max(trail, settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0)
+
+
+def trail_too_large(size: int, limit: int) -> str:
+    return (
+        f"The trail is {size / 2**20:.1f} MB; the limit is {limit / 2**20:.1f} MB, enough for the "
+        f"{settings.TRAIL_MAX_CHARS:,} characters of text a trail may hold (TRAIL_MAX_CHARS)."
+    )
+
+
+class TrailBodyMiddleware:
+    """Reads a trail's body under the trail's own limit (trail_body_limit) before the API does,
+    which would hold it to DATA_UPLOAD_MAX_MEMORY_SIZE; a larger one is refused unread, 413."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        return self.get_response(request)
+
+    def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
+        match = request.resolver_match
+        if request.method not in BODY_METHODS or "api" not in match.namespaces:
+            return None
+        if match.url_name not in TRAIL_OPERATIONS:
+            return None
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > (limit := trail_body_limit()):
+            return JsonResponse({"detail": trail_too_large(length, limit)}, status=413)
+        # HttpRequest.body returns what was read here instead of checking DATA_UPLOAD_MAX_MEMORY_SIZE.
+        request._body = request.read()
+        return None
+
+
 def client_address(request: HttpRequest) -> str:
     """The connection's address, or, behind TRUSTED_PROXY_COUNT proxies that each append the
     address they were reached from to X-Forwarded-For, the entry the outermost of them appended.

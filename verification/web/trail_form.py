@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.utils.datastructures import MultiValueDict
 
+from verification.access import limits
 from verification.clients import providers
 from verification.inputs.trail_files import trail_from_files
 from verification.inputs.trails import MAX_Q, TrailRefused
@@ -289,10 +290,9 @@ class TrailForm(forms.Form):
     def clean_trail_file(self):
         # GraphRAG's tables may be chosen together: the field keeps the last, the form takes them all.
         uploads = self.files.getlist("trail_file")
-        if sum(upload.size for upload in uploads) > settings.MAX_UPLOAD_BYTES:
-            raise forms.ValidationError(
-                f"The trail file is larger than {settings.MAX_UPLOAD_BYTES / 2**20:g} MB (MAX_UPLOAD_BYTES)."
-            )
+        size = sum(upload.size for upload in uploads)
+        if size > (limit := max(settings.MAX_UPLOAD_BYTES, limits.trail_body_limit())):
+            raise forms.ValidationError(limits.trail_too_large(size, limit))
         return uploads
 
     def clean(self) -> dict:
