@@ -17,7 +17,7 @@ from verification.access import ownership
 from verification.inputs.trails import TrailRefused, trail_submission
 from verification.models import Claim, ClaimStatus, Status, TrailNode, TrailRound, TrailSelection, Verification
 from verification.web.trail_form import builder_from_data, trail_data
-from verification.web.trails import entered_headline, marked_parts
+from verification.web.trails import entered_headline
 
 pytestmark = pytest.mark.django_db
 
@@ -489,13 +489,58 @@ def test_the_headline_names_each_step_then_the_final_step_then_the_undetermined(
     assert entered_headline({**only_final, "entered_at_final_step": 0}) == ""
 
 
-def test_a_book_length_text_shows_only_its_selected_sentences_in_their_context():
-    book = "Filler words go on. " * 5_000 + "The tower was painted gold in 1920. " + "More filler. " * 5_000
+def book(size: int, sentence: str) -> str:
+    filler = "Filler words go on here. " * (size // 50)
+    return f"{filler}{sentence} {filler}"
 
-    shown = marked_parts(book, {GOLD})
 
-    assert not shown["whole"] and [text for text, marked in shown["parts"] if marked] == [GOLD]
-    assert 1_000 < sum(len(text) for text, _ in shown["parts"]) < 2_000
+def book_trail() -> tuple[Verification, str]:
+    """The example, owned, with src-a a book of 1 MB and its other sources and summary just under
+    60,000 characters (the size up to which a node's text used to be drawn whole on the page)."""
+    trail = json.loads(json.dumps(EXAMPLE))
+    for node in trail["nodes"]:
+        if node["id"] != "final":
+            node["text"] = book(1_000_000 if node["id"] == "src-a" else 59_000, node["text"])
+    run, token = finished_trail(trail), ownership.new_token()
+    Verification.objects.filter(pk=run.pk).update(creator=ownership.creator_key(token))
+    return run, token
+
+
+def test_a_trail_with_a_book_for_a_text_has_a_small_page_and_the_text_on_demand(configured):
+    run, token = book_trail()
+    creator = Client()
+    creator.cookies[ownership.COOKIE] = token
+
+    page = creator.get(f"/v/{run.pk}?claim={claim_id(run, 'opened')}").content.decode()
+
+    assert len(page.encode()) < 50_000  # 134 KB when each text under 60,000 characters was drawn whole
+    node = lxml.html.fromstring(page).get_element_by_id("node-0")
+    assert node.get("data-node") == "src-a" and OPENED in node.cssselect(".node-evidence")[0].text_content()
+    link = node.cssselect("#node-0-open")[0]
+    assert link.get("href") == link.get("hx-get") == f"/v/{run.pk}/node/0?claim={claim_id(run, 'opened')}"
+    assert "1,000,0" in node.text_content() and "Filler words" not in node.text_content()
+
+    whole = creator.get(link.get("href"))
+    fragment = creator.get(link.get("href"), headers={"HX-Request": "true"})
+
+    assert whole.status_code == fragment.status_code == 200
+    text = TrailNode.objects.get(verification=run, key="src-a").text
+    assert lxml.html.fromstring(whole.content).get_element_by_id("node-text-0").text_content() == text
+    assert f"<mark>{OPENED}</mark>" in fragment.content.decode() and "<html" not in fragment.content.decode()
+
+
+def test_only_the_final_text_of_a_trail_opens_for_a_visitor(configured):
+    run, _ = owned_trail()
+    visitor = Client()
+
+    page = visitor.get(f"/v/{run.pk}?claim={claim_id(run, 'opened')}").content.decode()
+    final = TrailNode.objects.get(verification=run, key="final").index
+
+    assert 'id="node-0-open"' not in page and f'id="node-{final}-open"' in page
+    assert visitor.get(f"/v/{run.pk}/node/0").status_code == 403
+    assert UNSELECTED not in visitor.get(f"/v/{run.pk}/node/1").content.decode()
+    assert TEXTS["final"] in visitor.get(f"/v/{run.pk}/node/{final}").content.decode()
+    assert visitor.get(f"/v/{run.pk}/node/99").status_code == 404
 
 
 # --- a trail run in the API's run endpoint
@@ -565,7 +610,8 @@ def test_the_creator_of_a_trail_reads_its_texts_whole(configured):
     page = creator.get(f"/v/{run.pk}?claim={claim_id(run, 'opened')}").content.decode()
     result = Client().get(f"/api/trails/{run.pk}", headers={ownership.HEADER: token}).json()
 
-    assert UNSELECTED in page and 'id="texts-withheld"' not in page
+    assert 'id="node-1-open"' in page and 'id="texts-withheld"' not in page
+    assert UNSELECTED in creator.get(f"/v/{run.pk}/node/1").content.decode()  # src-b, opened on demand
     nodes = {node["id"]: node for node in result["nodes"]}
     assert nodes["src-b"]["text"] == TEXTS["src-b"] and not nodes["src-b"]["text_withheld"]
     assert result["claims"][0]["rounds"][1]["selections"][0]["sentences"] == {"S1": OPENED, "S2": NEIGHBOUR}

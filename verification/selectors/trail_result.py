@@ -203,3 +203,28 @@ def _summary(claims: list[dict], nodes: list[TrailNode]) -> dict:
         "entered_at_final_step": entered["final_step"],
         "entered_undetermined": entered["undetermined"],
     }
+
+
+def trail_node_text(verification: Verification, index: int, *, claim_id: int | None) -> dict | None:
+    """One text of a trail run whole, for a reader who opens it (the page shows only the sentences
+    selected in it): its id, whether it is the final text (which anyone may read), and the
+    sentences the claim `claim_id` selected in it. None when the run has no such text."""
+    node = TrailNode.objects.filter(verification=verification, index=index).first()
+    if node is None:
+        return None
+    used = {key for inputs in verification.trail_nodes.values_list("inputs", flat=True) for key in inputs}
+    selections = TrailSelection.objects.filter(
+        round__claim_id=claim_id, round__claim__sentence__verification=verification, node_key=node.key
+    )
+    marked = {
+        shown[sentence_id]
+        for result in selections.values_list("result", flat=True)
+        for shown in [result.get("sentences", {})]
+        for sentence_id in result.get("sentence_ids", [])
+        if sentence_id in shown
+    }
+    if node.key not in used and claim_id is not None:  # the final text: the claim's own sentence
+        marked.update(
+            Sentence.objects.filter(verification=verification, claims__id=claim_id).values_list("text", flat=True)
+        )
+    return {"id": node.key, "index": node.index, "is_final": node.key not in used, "text": node.text, "marked": marked}

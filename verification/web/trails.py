@@ -9,7 +9,7 @@ templates. Outside text (node texts, step names, ids, reasoning) is escaped by t
 
 from collections import defaultdict
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import render
 
 from verification import selectors, services
@@ -18,12 +18,16 @@ from verification.models import FINISHED, Status, Verification
 from verification.scoring import NOT_CHECKED, OUTCOME_ICONS, TRAIL_VERDICT_LABELS, TRAIL_VERDICTS, band, trail_score
 from verification.selectors.result_json import retryable
 from verification.selectors.result_page import passage_parts, result_legend
-from verification.selectors.trail_result import CANCELLED, is_trail, trail_result
+from verification.selectors.trail_result import CANCELLED, is_trail, trail_node_text, trail_result
 from verification.web.trail_form import plain_number
 
 # `is_trail` too: views.result hands a trail run to `trail_page`.
-__all__ = ["is_trail", "trail_page"]
+__all__ = ["is_trail", "trail_node", "trail_page"]
 
+TEXT_WITHHELD = (
+    "The texts of a trail are the documents of the person who started it: others see the sentences selected in "
+    "them, and the final text."
+)
 # A verdict drawn with the shape of the result page's outcome that says the same.
 VERDICT_SHAPES = {
     "fully_supported": "supported",
@@ -31,10 +35,6 @@ VERDICT_SHAPES = {
     "contradicted": "contradicted",
     "inconclusive": "mixed",
 }
-# A node's whole text is shown up to this size; a longer one (a book) shows its marked sentences
-# with this much of their context each side: every poll of a running run renders it again.
-WHOLE_TEXT_CHARS = 60_000
-CONTEXT_CHARS = 600
 
 
 def trail_page(request: HttpRequest, verification: Verification) -> HttpResponse:
@@ -75,6 +75,32 @@ def trail_page(request: HttpRequest, verification: Verification) -> HttpResponse
     template = "verification/trail.html#trail-body" if fragment else "verification/trail.html"
     status = 286 if fragment and finished and request.htmx.trigger == "result-body" else 200
     return render(request, template, context, status=status)
+
+
+def trail_node(request: HttpRequest, verification_id, index: int) -> HttpResponse:
+    """One text of a trail run whole, opened from its page, which shows only the sentences selected
+    in it (a book of a node made a page of megabytes, redrawn at every poll); `?claim=<id>` marks
+    what that claim selected. HTMX gets the text alone, to open in place; a link followed without
+    JavaScript, a page of its own. Only the final text is anyone's, as on the page."""
+    verification = selectors.verification_or_404(verification_id)
+    if not is_trail(verification):
+        raise Http404("This run is not a trail.")
+    claim = _claim_id(request.GET.get("claim", ""))
+    node = trail_node_text(verification, index, claim_id=claim)
+    if node is None:
+        raise Http404("This trail has no such text.")
+    if not (node["is_final"] or ownership.may_read_trail_texts(request, verification)):
+        return HttpResponseForbidden(TEXT_WITHHELD, content_type="text/plain; charset=utf-8")
+    context = {
+        "verification": verification,
+        "node": node,
+        "parts": marked_parts(node["text"], node["marked"]),
+        "query": "" if claim is None else f"?claim={claim}",
+        "title": selectors.title_words(verification.text),
+    }
+    fragment = request.htmx and not request.htmx.history_restore_request
+    template = "verification/trail_node.html#node-text" if fragment else "verification/trail_node.html"
+    return render(request, template, context)
 
 
 def _claim_id(value: str) -> int | None:
@@ -254,9 +280,7 @@ def claim_trail(result: dict, claim: dict) -> dict:
         if not (visits[node["id"]] or node["is_final"]):
             column["unvisited"] += 1
             continue
-        spans = None
         if node["is_final"] and sentence:  # the final text: the claim's own sentence is marked
-            spans = [(sentence["start"], sentence["end"])]
             marked[node["id"]].add(sentence["text"])
         column["nodes"].append(
             {
@@ -264,7 +288,8 @@ def claim_trail(result: dict, claim: dict) -> dict:
                 "position": position,
                 "visits": visits[node["id"]],
                 "marked": _in_order(marked[node["id"]], node["text"]),
-                "text_parts": None if node["text_withheld"] else marked_parts(node["text"], marked[node["id"]], spans),
+                "readable": not node["text_withheld"] and bool(node["text"]),
+                "chars": f"{len(node['text'] or ''):,}",
                 "on_path": node["id"] in path["nodes"],
                 "entered": node["id"] in entered,
                 "inputs": [{"id": name, "on_path": (name, node["id"]) in edges} for name in node["inputs"]],
@@ -286,28 +311,12 @@ def _in_order(sentences: set[str], text: str | None) -> list[str]:
     return sorted(sentences, key=lambda sentence: (text.find(sentence), sentence) if text else (0, sentence))
 
 
-def marked_parts(text: str, sentences: set[str], spans: list | None = None) -> dict:
-    """A node's text cut into (piece, marked) for the `highlighted` filter: the selected
-    sentences found in it (or the given spans). A text too long to render whole on every poll
-    keeps its marked sentences with their context, the cuts shown as "…"."""
-    if spans is None:
-        spans = []
-        for sentence in sentences:
-            found = text.find(sentence)
-            if found >= 0:
-                spans.append((found, found + len(sentence)))
-    if len(text) <= WHOLE_TEXT_CHARS:
-        return {"parts": passage_parts(text, spans), "whole": True}
-    windows = []
-    for first, last in sorted(spans):
-        first, last = max(0, first - CONTEXT_CHARS), min(len(text), last + CONTEXT_CHARS)
-        if windows and first <= windows[-1][1]:
-            windows[-1] = (windows[-1][0], max(last, windows[-1][1]))
-        else:
-            windows.append((first, last))
-    parts = []
-    for first, last in windows or [(0, CONTEXT_CHARS * 2)]:
-        inside = [(max(a, first) - first, min(b, last) - first) for a, b in spans if a < last and b > first]
-        parts += [("… ", False)] if first > 0 else []
-        parts += [*passage_parts(text[first:last], inside), *([(" …", False)] if last < len(text) else [])]
-    return {"parts": parts, "whole": False}
+def marked_parts(text: str, sentences: set[str]) -> list[tuple[str, bool]]:
+    """A node's whole text cut into (piece, marked) for the `highlighted` filter: the selected
+    sentences found in it."""
+    spans = []
+    for sentence in sentences:
+        found = text.find(sentence)
+        if found >= 0:
+            spans.append((found, found + len(sentence)))
+    return passage_parts(text, spans)

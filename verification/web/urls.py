@@ -1,6 +1,6 @@
 from django.urls import path
 
-from verification.web import trail_start, views
+from verification.web import trail_start, trails, views
 
 app_name = "verification"
 urlpatterns = [
@@ -15,6 +15,7 @@ urlpatterns = [
     path("v/<uuid:verification_id>/evidence.csv", views.evidence_csv, name="evidence_csv"),
     path("v/<uuid:verification_id>/retry", views.retry, name="retry"),
     path("v/<uuid:verification_id>/trail-again", trail_start.trail_again, name="trail_again"),
+    path("v/<uuid:verification_id>/node/<int:index>", trails.trail_node, name="trail_node"),
     path("v/<uuid:verification_id>/cancel", views.cancel, name="cancel"),
     path("v/<uuid:verification_id>/delete", views.delete, name="delete"),
     path("mine", views.checks, name="checks"),
