@@ -4,7 +4,7 @@ client (bench/measure.py, a Django process like the web process) that submits th
 
 import json
 import re
-import select
+import selectors
 import shlex
 import sys
 import time
@@ -116,7 +116,7 @@ class Measurer:
     def _read(self, timeout: float) -> dict:
         stdout = self.service.process.stdout
         deadline = time.monotonic() + timeout
-        while not select.select([stdout], [], [], 1.0)[0]:
+        while not _readable(stdout, 1.0):
             if self.service.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"bench.measure stopped answering; its log ends:\n{self.log.read_text()[-3000:]}")
         line = stdout.readline()
@@ -126,3 +126,10 @@ class Measurer:
 
     def cpu_seconds(self) -> float:
         return group_cpu_seconds(self.service.pid)
+
+
+def _readable(stream, timeout: float) -> bool:
+    """selectors, not select.select: a caller may hold over 1,024 descriptors."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        return bool(selector.select(timeout))

@@ -139,9 +139,19 @@ def world(settings):
     settings.SERPER_BASE_URL = serper.url
     settings.ALLOW_PRIVATE_FETCH = True
     settings.CELERY_EMBEDDED_WORKER = False
-    yield _World(llm=llm, serper=serper, sites=sites)
-    for server in (llm, serper, *sites):
+    world = _World(llm=llm, serper=serper, sites=sites)
+    yield world
+    for server in (world.llm, serper, *sites):
         server.stop()
+    _close_model_clients()
+
+
+def _close_model_clients() -> None:
+    """The model clients of this test's servers (one per server and process, kept for their
+    connection pools), closed with them: their connections would otherwise stay open."""
+    from verification.clients import llm
+
+    llm.close_clients()
 
 
 def world_environment(world) -> dict[str, str]:

@@ -13,6 +13,7 @@ import math
 import os
 import random
 import re
+import socket
 import threading
 import time
 from collections import Counter, deque
@@ -33,12 +34,43 @@ def content_words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS and len(w) > 1}
 
 
+class _ClosingServer(ThreadingHTTPServer):
+    """Keeps its connections, so that stopping closes them: a client's kept-alive connection
+    otherwise held a handler thread and two descriptors of the test process for good (a long
+    test run passed the 1,024 that select() takes)."""
+
+    daemon_threads = True
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+
+    def process_request(self, request, client_address) -> None:
+        with self.connections_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request) -> None:
+        with self.connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        with self.connections_lock:
+            connections, self.connections = self.connections, set()
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+            connection.close()
+
+
 class LoopbackServer:
     """A ThreadingHTTPServer on 127.0.0.1 with a free port, run in a daemon thread."""
 
     def __init__(self, handler_class) -> None:
         handler = type("Handler", (handler_class,), {"owner": self})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd = _ClosingServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         # A short poll interval: shutdown() waits for the next poll.
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
@@ -54,6 +86,7 @@ class LoopbackServer:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+        self.httpd.close_connections()
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -5,7 +5,7 @@ import json
 import os
 import random
 import re
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -379,13 +379,20 @@ def _lines(process: subprocess.Popen, *, until: str, timeout: float):
     """Lines of the process's stderr until one contains `until`."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if select.select([process.stderr], [], [], 1)[0]:
+        # selectors, not select.select: this test process may hold over 1,024 descriptors.
+        if _readable(process.stderr, 1):
             line = process.stderr.readline()
             assert line, f"the benchmark exited early ({process.poll()})"
             yield line
             if until in line:
                 return
     raise AssertionError(f"no {until!r} within {timeout} s")
+
+
+def _readable(stream, timeout: float) -> bool:
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        return bool(selector.select(timeout))
 
 
 def _pids() -> list[int]:

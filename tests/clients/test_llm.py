@@ -120,9 +120,9 @@ class ScriptedLLM(LoopbackServer):
 def fresh_llm_state(monkeypatch):
     # Ports are reused between tests; nothing learnt about one server may leak into another.
     llm.LOCAL_STORE.clear()
-    llm._openai_client.cache_clear()
+    llm.close_clients()
     yield
-    llm._openai_client.cache_clear()
+    llm.close_clients()
     llm.LOCAL_STORE.clear()
 
 

@@ -10,9 +10,10 @@ on an answer's first lines (decompose) gets it streamed. With LLM_CONCURRENCY, e
 for one of the server's slots (llm_slots), in priority order."""
 
 import contextlib
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any, TypeVar
 
 import openai
@@ -43,11 +44,33 @@ T = TypeVar("T")
 MAX_LESSONS = 6
 
 
-@lru_cache(maxsize=16)
+# One client per server and process: its HTTP connection pool is reused by every task. The
+# least recently used beyond MAX_CLIENTS is closed (its connections with it).
+MAX_CLIENTS = 16
+_clients: OrderedDict[tuple[str, str, float], openai.OpenAI] = OrderedDict()
+_clients_lock = threading.Lock()
+
+
 def _openai_client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
-    # One client per server and process: its HTTP connection pool is reused by every task.
-    # Its own retries are off: ours below also stop at a time budget.
-    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+    key = (base_url, api_key, timeout)
+    with _clients_lock:
+        if key in _clients:
+            _clients.move_to_end(key)
+            return _clients[key]
+        # Its own retries are off: ours below also stop at a time budget.
+        client = _clients[key] = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+        while len(_clients) > MAX_CLIENTS:
+            _clients.popitem(last=False)[1].close()
+        return client
+
+
+def close_clients() -> None:
+    """Every server's client closed (a test's servers are gone; a process ending)."""
+    with _clients_lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for client in clients:
+        client.close()
 
 
 class _Logprobs:

@@ -115,10 +115,15 @@ def model_checks() -> dict[str, str]:
 
 def _per_thread(factory, **config):
     """One client per thread and configuration: requests sessions are not thread-safe, and a
-    changed setting must not keep using a client built from the old one."""
+    changed setting must not keep using a client built from the old one, which is closed (its
+    pooled connections with it) when a newer one of its kind replaces it."""
     clients = _local.__dict__.setdefault("clients", {})
     key = (factory, *sorted(config.items()))
     if key not in clients:
+        for old in [k for k in clients if k[0] is factory]:
+            session = getattr(clients.pop(old), "session", None)
+            if session is not None:
+                session.close()
         clients[key] = factory(**config)
     return clients[key]
 
