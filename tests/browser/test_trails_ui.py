@@ -112,10 +112,10 @@ def test_a_trail_built_in_the_form_shows_where_each_claim_came_from(page, held_c
     expect(source.locator(".node-evidence mark", has_text=SUPPORTED)).to_have_count(1)
     expect(page.locator("article.trail-node[data-node=src-b]")).not_to_have_class(re.compile(r"\bpath\b"))
     expect(page.locator("article[data-node=sum-1] .made-from .path")).to_have_text("src-a")
-    # The whole source opens, the selected sentence marked in it.
-    source.locator("summary").click()
-    expect(source.locator("details .passage mark", has_text=SUPPORTED)).to_be_visible()
-    expect(source.locator("details .passage")).to_contain_text(EXAMPLE["src-a"]["text"])
+    # The whole source opens on demand, in place, the selected sentence marked in it.
+    source.get_by_role("link", name="Read src-a whole").click()
+    expect(source.locator(".node-text .passage mark", has_text=SUPPORTED)).to_be_visible()
+    expect(source.locator(".node-text .passage")).to_contain_text(EXAMPLE["src-a"]["text"])
 
     # Back to the unsupported claim with the browser's back button: the view is the address.
     page.go_back()

@@ -122,13 +122,17 @@ class ServerKnowledge:
     def first_request(self, capabilities: Capabilities, body: dict) -> threading.Event | None:
         """Whether this request goes first (an event to set when its answer has come) or waits,
         because another one carrying the same untried parts is being answered."""
-        if optional_parts(body) <= set(capabilities.confirmed):
+        untried = optional_parts(body) - set(capabilities.confirmed)
+        if not untried:
             return None
+        # By the parts untried: a request of another shape (a long streamed answer) would hold
+        # back the ones whose refusal comes at once.
+        key = f"{self.store_key}|{','.join(sorted(untried))}"
         with _lock:
-            waiting = _first_requests.get(self.store_key)
+            waiting = _first_requests.get(key)
             if waiting is None or waiting.is_set():
-                _first_requests[self.store_key] = threading.Event()
-                return _first_requests[self.store_key]
+                _first_requests[key] = threading.Event()
+                return _first_requests[key]
         waiting.wait(FIRST_REQUEST_WAIT_S)
         return None
 
