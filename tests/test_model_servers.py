@@ -167,7 +167,6 @@ def test_a_prompt_ollama_cuts_fails_its_items_naming_the_servers_context(client,
 
 
 def test_a_model_that_never_stops_is_capped_and_read_only_to_its_answers_end(client, world, celery_worker, settings):
-    _, plain = reference("web", client, world, settings)
     server = use(world, settings, "llamacpp-runaway")  # never stops on its own
 
     _, result = web_check(client)
