@@ -2,6 +2,7 @@
 wall time per claim, and whether the planted errors' steps are found.
 
     .venv/bin/python bench/trails.py [--out bench/results/trails.json] [--rank-top-k 20 0]
+        [--source-sentences 120 300]
 
 The bench trail is a three-level hierarchical summary: 8 sources of generated article prose
 (bench/prose.py: 120-300 sentences each, about 3-7k words, like long web pages) → 4 section
@@ -51,12 +52,12 @@ def filler(rng: random.Random, topic: prose.Topic, count: int) -> list[str]:
     return [prose.sentence(rng, topic) for _ in range(count)]
 
 
-def bench_trail(seed: int = 7) -> dict:
+def bench_trail(seed: int = 7, source_sentences: tuple[int, int] = (120, 300)) -> dict:
     rng = random.Random(seed)
     topic = prose.topic_of("The Norbridge town hall was built in 1889.", "")
     sources = []
     for i in range(8):
-        body = filler(rng, topic, rng.randint(120, 300))
+        body = filler(rng, topic, rng.randint(*source_sentences))
         body.insert(rng.randrange(len(body)), fact(i))
         sources.append({"id": f"source-{i + 1}", "step": "source", "from": [], "text": " ".join(body)})
     planted = {node: text for text, node in PLANTED}
@@ -89,6 +90,14 @@ def main() -> None:
     parser.add_argument(
         "--rank-top-k", type=int, nargs="+", default=[20, 0], help="trail runs to measure (0: every sentence sent)"
     )
+    parser.add_argument(
+        "--source-sentences",
+        type=int,
+        nargs=2,
+        default=[120, 300],
+        metavar=("MIN", "MAX"),
+        help="each source's length in sentences (20 40: short pages, sent whole without ranking)",
+    )
     args = parser.parse_args()
     from tests.fakes import FakeLLM
 
@@ -114,7 +123,7 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    trail = bench_trail()
+    trail = bench_trail(source_sentences=tuple(args.source_sentences))
     rows = [measure_documents(trail, llm)]
     for top_k in args.rank_top_k:
         settings.TRAIL_RANK_TOP_K = top_k
@@ -207,7 +216,7 @@ def measure_trail(trail: dict, llm, *, label: str) -> dict:
     start.enqueue_verification(run)
     run = _wait(run.pk)
     row = _row(label, run, time.monotonic() - started, before, llm)
-    result = trail_result(run)
+    result = trail_result(run, with_texts=False)
     claims = {claim["text"]: claim for claim in result["claims"]}
     found = 0
     for text, node in PLANTED:

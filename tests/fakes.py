@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from tests import llm_servers
 from tests.llm_servers import Reply, ServerProfile
 from tests.trail_model import TrailTestModel
-from verification.pipeline import decompose, trail_select, trail_select_many, trail_verdict
+from verification.pipeline import decompose, trail_select, trail_select_many, trail_verdict, trail_verdict_many
 
 STOPWORDS = set("a an the is are was were of in on at to for by and or it its this that with as from be been".split())
 NEGATIONS = re.compile(r"\b(not|never|no|false|myth|incorrect|wrong|untrue)\b", re.IGNORECASE)
@@ -458,6 +458,7 @@ class FakeLLM(LoopbackServer):
             "evidence_selection": TrailTestModel().select,
             "evidence_selections": TrailTestModel().select_many,
             "trail_verdict": TrailTestModel().verdict,
+            "trail_verdicts": TrailTestModel().verdict_many,
         }
         payload = answers[kind](user)
         if kind == "claims" and system.endswith((decompose.QUICK_INSTRUCTION, decompose.QUICK_INSTRUCTION_NO_QUERY)):
@@ -496,6 +497,8 @@ def _kind(request: dict, system: str) -> str:
         return "evidence_selections"
     if system == trail_verdict.SYSTEM_PROMPT:
         return "trail_verdict"
+    if system == trail_verdict_many.SYSTEM_PROMPT:
+        return "trail_verdicts"
     if system == CHECK_SYSTEM:
         return "check"
     if "atomic claims" in system:

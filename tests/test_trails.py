@@ -6,13 +6,17 @@ import copy
 import json
 import re
 import time
+from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
+from django.utils import timezone
 
 from tests.conftest import ROOT
 from tests.fakes import FakePage, FakeSite
-from verification.models import Claim, TrailRound, TrailSelection, Verification
-from verification.pipeline import trail_select, trail_select_many
+from verification import tasks
+from verification.models import Claim, TrailRound, TrailSelection, Verification, WorkerProcess
+from verification.pipeline import trail_select, trail_select_many, trail_verdict_many
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -354,3 +358,75 @@ def test_a_cancelled_trail_calls_the_model_no_more_and_its_unreached_claims_end_
     assert page.count("being checked") == 1 and ">not checked</span>" in page  # "being checked": the legend's
     (row,) = client.get("/api/verifications").json()
     assert row["status"] == "cancelled" and row["score"] == result["score"]
+
+
+VERDICTS = trail_verdict_many.SYSTEM_PROMPT
+
+
+def verdicts_of(result: dict) -> dict[str, tuple]:
+    return {claim["text"]: (claim["verdict"], (claim["entered"] or {}).get("node")) for claim in result["claims"]}
+
+
+def verdict_prompts(world) -> list[str]:
+    """The user prompts of the calls that asked several claims' round verdicts at once."""
+    return [r["messages"][-1]["content"] for r in world.llm.requests if r["messages"][0]["content"] == VERDICTS]
+
+
+def test_the_round_verdicts_of_claims_ready_together_share_a_call_and_each_claim_keeps_its_own(
+    client, world, celery_worker, settings
+):
+    settings.TRAIL_BATCH_CLAIMS = 1  # each claim's verdicts asked alone, as VeriTrail asks them
+    alone = wait_for(client, start(client, {"trail": trail()}))
+    calls_alone = len(world.llm.requests)
+    settings.TRAIL_BATCH_CLAIMS = 8
+    cache.clear()  # nothing answered from the first run's answers
+    world.llm.requests.clear()
+    together = wait_for(client, start(client, {"trail": trail()}))
+
+    assert alone["status"] == together["status"] == "done"
+    assert verdicts_of(together) == verdicts_of(alone)
+    assert any("[C1] Claim:" in user and "[C2] Claim:" in user for user in verdict_prompts(world))
+    assert len(world.llm.requests) < calls_alone
+
+
+def test_a_shared_verdict_call_that_fails_is_asked_again_alone_for_each_claim(client, world, celery_worker):
+    world.llm.fail_words = {"[C2] Claim:": 500}  # only a shared verdict call holds this
+    result = wait_for(client, start(client, {"trail": trail()}))
+
+    assert verdict_prompts(world), "no shared verdict call was made"
+    assert result["status"] == "done"
+    assert all(claim["status"] == "done" for claim in result["claims"]), result["claims"]
+    assert by_text(result)["The Eiffel Tower opened in Paris in 1889."]["verdict"] == "fully_supported"
+
+
+def test_rounds_taken_by_a_verdict_task_whose_worker_died_are_judged_by_the_task_sent_again(
+    client, world, celery_worker
+):
+    """The rounds a verdict task took for its call (its own and other claims') carry its mark; when
+    its process dies, the task sent again (resume._send_orphaned_tasks) takes them all over, and
+    while the process lives, another task leaves them alone."""
+    run_id = start(client, {"trail": trail()})
+    before = verdicts_of(wait_for(client, run_id))
+    rounds = [
+        claim.trail_rounds.order_by("index").last() for claim in Claim.objects.filter(sentence__verification_id=run_id)
+    ]
+    dead = "task-1 host:4242:dead"
+    now = timezone.now()
+    WorkerProcess.objects.create(name="host:4242:dead", kind="celery", started_at=now, beat_at=now)
+    TrailRound.objects.filter(pk__in=[r.pk for r in rounds]).update(status="running", taken_by=dead, verdict="")
+    Claim.objects.filter(pk__in=[r.claim_id for r in rounds]).update(status="searching")
+    calls = len(world.llm.requests)
+
+    tasks.trail_verdict(rounds[0].pk)  # its taker is alive: judging it
+    assert set(TrailRound.objects.filter(pk__in=[r.pk for r in rounds]).values_list("status", flat=True)) == {"running"}
+
+    WorkerProcess.objects.filter(name="host:4242:dead").update(beat_at=timezone.now() - timedelta(minutes=5))
+    tasks.trail_verdict(rounds[0].pk)
+
+    assert set(TrailRound.objects.filter(pk__in=[r.pk for r in rounds]).values_list("status", flat=True)) == {"done"}
+    assert len(world.llm.requests) == calls  # the verdicts asked before were kept
+    deadline = time.monotonic() + 30
+    while Claim.objects.filter(pk__in=[r.claim_id for r in rounds], status="searching").exists():
+        assert time.monotonic() < deadline, "the claims did not go on from their judged rounds"
+        time.sleep(0.1)
+    assert verdicts_of(client.get(f"/api/trails/{run_id}").json()) == before

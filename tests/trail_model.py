@@ -55,6 +55,7 @@ class TrailTestModel:
             "evidence_selection": self.select,
             "evidence_selections": self.select_many,
             "trail_verdict": self.verdict,
+            "trail_verdicts": self.verdict_many,
         }[schema_name](user)
         self.calls.append({"schema_name": schema_name, "system": system, "user": user, "answer": answer})
         self.usage.calls += 1
@@ -110,6 +111,16 @@ class TrailTestModel:
         if self.plain:
             return f"Reasoning: {reasoning}\nVerdict: {verdict.replace('_', ' ')}"
         return {"reasoning": reasoning, "verdict": verdict}
+
+    def verdict_many(self, user: str) -> Any:
+        """Several claims' rounds (trail_verdict_many): each "[Cn] " block is the prompt of one
+        claim asked alone, answered as `verdict` answers it."""
+        blocks = re.split(r"^\[(C\d+)\] ", user, flags=re.MULTILINE)[1:]
+        entries = []
+        for label, block in zip(blocks[::2], blocks[1::2], strict=True):
+            one = self.verdict(block)
+            entries.append(f"{label}\n{one}" if self.plain else {"claim": label, **one})
+        return "\n".join(entries) if self.plain else {"verdicts": entries}
 
 
 def _claim(user: str) -> str:

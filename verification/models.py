@@ -201,6 +201,10 @@ class TrailRound(models.Model):
     calls = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    # Who asks the verdict of a running round: "<task id> <process>". A verdict task judges
+    # other claims' rounds in its call (worker/trail_verdict.py); the rounds it took carry its
+    # mark, so that a retry of it, or the task sent again when its process died, finds them.
+    taken_by = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["claim_id", "index"]

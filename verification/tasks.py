@@ -23,7 +23,8 @@ from verification.worker.read import source_fetch
 from verification.worker.resume import delete_old_runs, sweep
 from verification.worker.search import claim_search
 from verification.worker.start import verification_start
-from verification.worker.trail import trail_continue, trail_node_read, trail_select, trail_verdict
+from verification.worker.trail import trail_continue, trail_node_read, trail_select
+from verification.worker.trail_verdict import trail_verdict
 
 __all__ = [
     "claim_search",

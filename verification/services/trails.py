@@ -1,7 +1,11 @@
 """The writes of a trail run (issue 26): the run with its nodes, each claim's rounds and their
 selections, and the claim's result. Transitions are conditional UPDATEs, as everywhere: the one
 caller that wins a transition does what follows (the verdict of a round whose selections are
-all in, exactly once)."""
+all in, exactly once).
+
+A round is pending while its selections run and once they are all in, until a verdict task takes
+it (pending → running: its own task, or another claim's that asks its verdict in the same call,
+trail_rounds_take_peers), then done with its verdict."""
 
 from collections.abc import Sequence
 
@@ -122,13 +126,16 @@ def trail_selections_release(selection_ids) -> None:
 
 
 def trail_selections_reset(verification_id) -> None:
-    """A resumed run (nobody works on it any more): selections its dead worker had taken are
-    pending again."""
+    """A resumed run (nobody works on it any more): selections and round verdicts its dead
+    worker had taken are pending again."""
     TrailSelection.objects.filter(
         status=Status.RUNNING,
         round__status=Status.PENDING,
         round__claim__sentence__verification_id=verification_id,
     ).update(status=Status.PENDING)
+    TrailRound.objects.filter(status=Status.RUNNING, claim__sentence__verification_id=verification_id).update(
+        status=Status.PENDING, taken_by=""
+    )
 
 
 def trail_selection_save(selection_id: int, *, result: dict, prompt_tokens: int, completion_tokens: int) -> bool:
@@ -142,13 +149,62 @@ def trail_selection_save(selection_id: int, *, result: dict, prompt_tokens: int,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
     )
-    return saved and trail_round_take_verdict(TrailSelection.objects.get(pk=selection_id).round_id)
+    return saved and trail_round_ready(TrailSelection.objects.get(pk=selection_id).round_id)
 
 
-def trail_round_take_verdict(round_id: int) -> bool:
-    if TrailSelection.objects.filter(round_id=round_id).exclude(status=Status.DONE).exists():
-        return False
-    return transition(TrailRound.objects.filter(pk=round_id, status=Status.PENDING), to=Status.RUNNING)
+def _selecting():
+    """The rounds that have a selection not in yet."""
+    return TrailSelection.objects.exclude(status=Status.DONE).values("round_id")
+
+
+def trail_round_ready(round_id: int) -> bool:
+    """Whether the round waits for its verdict: its selections all in, nobody judging it."""
+    return TrailRound.objects.filter(pk=round_id, status=Status.PENDING).exclude(pk__in=_selecting()).exists()
+
+
+def trail_round_begin(round_id: int, *, taker: str) -> bool:
+    """A ready round taken for its verdict (pending → running) by one taker, marked as its."""
+    ready = TrailRound.objects.filter(pk=round_id, status=Status.PENDING).exclude(pk__in=_selecting())
+    return transition(ready, to=Status.RUNNING, taken_by=taker)
+
+
+def trail_rounds_take_peers(trail_round: TrailRound, *, taker: str, limit: int) -> list[TrailRound]:
+    """Other claims' rounds of the same run waiting for their verdict, taken (pending → running)
+    to be judged in the same call; at most `limit`, the earliest first."""
+    if limit <= 0:
+        return []
+    candidates = (
+        TrailRound.objects.filter(
+            status=Status.PENDING,
+            claim__status=ClaimStatus.SEARCHING,
+            claim__sentence__verification_id=trail_round.claim.sentence.verification_id,
+        )
+        .exclude(pk=trail_round.pk)
+        .exclude(pk__in=_selecting())
+        .select_related("claim")
+        .order_by("pk")[: limit * 2]
+    )
+    taken: list[TrailRound] = []
+    for peer in candidates:
+        if len(taken) < limit and trail_round_begin(peer.pk, taker=taker):
+            taken.append(peer)
+    return taken
+
+
+def trail_rounds_taken(taker: str) -> list[TrailRound]:
+    """The rounds a taker holds and has not judged yet."""
+    return list(TrailRound.objects.filter(status=Status.RUNNING, taken_by=taker).select_related("claim"))
+
+
+def trail_rounds_take_over(previous: str, *, taker: str) -> bool:
+    """The rounds of a taker that will not judge them (its process died; it is this task before
+    a retry) pass to `taker`; False when another caller took them first."""
+    return TrailRound.objects.filter(status=Status.RUNNING, taken_by=previous).update(taken_by=taker) > 0
+
+
+def trail_rounds_release(round_ids) -> None:
+    """Taken rounds given back (running → pending), for their own tasks to judge."""
+    TrailRound.objects.filter(pk__in=list(round_ids), status=Status.RUNNING).update(status=Status.PENDING, taken_by="")
 
 
 def trail_selection_fail(selection_id: int, *, reason: str, transient: bool = True) -> None:
@@ -163,6 +219,7 @@ def trail_round_judged(
     return transition(
         TrailRound.objects.filter(pk=round_id, status=Status.RUNNING),
         to=Status.DONE,
+        taken_by="",
         verdict=verdict,
         reasoning=reasoning,
         calls=calls,
@@ -179,13 +236,17 @@ def trail_claim_finish(claim_id: int, *, result: dict) -> bool:
 
 
 def trail_retry_reset(verification_id) -> None:
-    """Retry: the failed selections of the failed claims' open rounds go back to pending, so a
-    retried claim goes on from the rounds it had finished instead of starting over."""
+    """Retry: the failed selections of the failed claims' open rounds, and the rounds whose
+    verdict failed, go back to pending, so a retried claim goes on from the rounds it had
+    finished instead of starting over."""
     TrailSelection.objects.filter(
         Q(status=Status.FAILED) | Q(status=Status.RUNNING),
         round__claim__sentence__verification_id=verification_id,
         round__status=Status.PENDING,
     ).update(status=Status.PENDING, error="")
+    TrailRound.objects.filter(status=Status.RUNNING, claim__sentence__verification_id=verification_id).update(
+        status=Status.PENDING, taken_by=""
+    )
     TrailNode.objects.filter(verification_id=verification_id, status=Status.FAILED).exclude(url="").update(
         status=Status.PENDING, error=""
     )

@@ -32,6 +32,12 @@ def worker_processes_alive(*, gone_after: timedelta = timedelta(seconds=GONE_AFT
     return WorkerProcess.objects.filter(beat_at__gte=timezone.now() - gone_after)
 
 
+def worker_process_gone(name: str, *, gone_after: timedelta = timedelta(seconds=GONE_AFTER_S)) -> bool:
+    """Whether the process beat once and has stopped (died, killed, stopped); one that never beat
+    is not known to be gone."""
+    return WorkerProcess.objects.filter(name=name, beat_at__lt=timezone.now() - gone_after).exists()
+
+
 def worker_tasks_orphaned(*, gone_after: timedelta = timedelta(seconds=GONE_AFTER_S)) -> list[tuple[str, list]]:
     """The tasks that `celery worker` processes which stopped beating had taken and not finished,
     each process's taken by one caller only (the sweeper that sends them again)."""

@@ -5,7 +5,8 @@ into claims. Its claims then go here instead of to the web search (search.claim_
 them over): `trail_continue` decides each claim's next step from its stored rounds alone, so a
 redelivered or resumed task picks up where the claim was:
 - an open round whose selections are not all in: `trail_select`, one task per candidate node,
-  in parallel; the last one in sends the round to `trail_verdict`;
+  in parallel; the last one in sends the round to `trail_verdict` (worker/trail_verdict.py),
+  which judges it with the other claims' rounds ready at the same time;
 - a round judged: the next round's candidates, or a stop rule, which ends the claim with its
   verdict, the step where an unsupported claim entered, or a supported claim's path.
 A node given as a web address is read first (`trail_node_read`); claims wait for the last one."""
@@ -24,14 +25,14 @@ from verification.pipeline.trail_graph import DocumentRef, Trail
 from verification.pipeline.trail_graph import TrailNode as Node
 from verification.pipeline.trail_select import SYSTEM_PROMPT, NodeSelection, SelectionOptions
 from verification.pipeline.trail_select_many import select_evidence_many
-from verification.pipeline.trail_verdict import TrailVerdict, judge_round
+from verification.pipeline.trail_verdict import TrailVerdict
 from verification.pipeline.types import StepError
 from verification.worker import base, cpu, joins
 
 logger = logging.getLogger(__name__)
 
 
-def _fail_claim(claim_id: int, *, reason: str, transient: bool = True) -> None:
+def fail_claim(claim_id: int, *, reason: str, transient: bool = True) -> None:
     services.claim_fail(claim_id, reason=reason, transient=transient)
     joins.after_claim(Claim.objects.select_related("sentence").get(pk=claim_id))
 
@@ -41,12 +42,7 @@ def _fail_selection(selection_id: int, *, reason: str, transient: bool = True) -
     claim's finished rounds): a verdict without that node's evidence could say the wrong thing."""
     selection = TrailSelection.objects.select_related("round").get(pk=selection_id)
     services.trail_selection_fail(selection_id, reason=reason, transient=transient)
-    _fail_claim(selection.round.claim_id, reason=f"selecting evidence in '{selection.node_key}' failed: {reason}")
-
-
-def _fail_round(round_id: int, *, reason: str, transient: bool = True) -> None:
-    claim_id = TrailRound.objects.get(pk=round_id).claim_id
-    _fail_claim(claim_id, reason=f"the verdict failed: {reason}", transient=transient)
+    fail_claim(selection.round.claim_id, reason=f"selecting evidence in '{selection.node_key}' failed: {reason}")
 
 
 def _fail_node(node_id: int, *, reason: str, transient: bool = True) -> None:
@@ -109,7 +105,7 @@ def _rounds(claim: Claim) -> list[trail_loop.Round]:
     ]
 
 
-@base.step("checking a claim along its trail", give_up=_fail_claim)
+@base.step("checking a claim along its trail", give_up=fail_claim)
 def trail_continue(claim_id: int) -> None:
     claim = Claim.objects.select_related("sentence__verification").get(pk=claim_id)
     verification = claim.sentence.verification
@@ -134,14 +130,13 @@ def trail_continue(claim_id: int) -> None:
 
 def _resume_round(trail_round: TrailRound) -> None:
     if trail_round.status == Status.RUNNING:
-        base.send("trail_verdict", trail_round.pk)
-        return
+        return  # its verdict is being asked; the task that asks it sends the claim on
     unfinished = trail_round.selections.exclude(status=Status.DONE).values_list("pk", flat=True)
     wait = settings.TRAIL_BATCH_WAIT_S if _others_behind(trail_round) else None
     for selection_id in unfinished:
         base.send("trail_select", selection_id, countdown=wait)
-    if not unfinished and services.trail_round_take_verdict(trail_round.pk):
-        base.send("trail_verdict", trail_round.pk)
+    if not unfinished and services.trail_round_ready(trail_round.pk):
+        send_verdicts([trail_round.pk])
 
 
 def _others_behind(trail_round: TrailRound) -> bool:
@@ -205,12 +200,29 @@ def trail_select(selection_id: int, alone: bool = False) -> None:
             results[s.pk] = result
             store(keys[s.pk], result.as_dict())
     share = max(len(asked), 1)  # a shared call's tokens, split between the claims it answered
+    ready = []
     for s in batch:
         tokens = (llm.usage.prompt_tokens // share, llm.usage.completion_tokens // share) if s in asked else (0, 0)
         if services.trail_selection_save(
             s.pk, result=results[s.pk].as_dict(), prompt_tokens=tokens[0], completion_tokens=tokens[1]
         ):
-            base.send("trail_verdict", s.round_id)
+            ready.append(s.round_id)
+    send_verdicts(ready)
+
+
+def send_verdicts(round_ids: list[int]) -> None:
+    """The verdicts of rounds whose selections are all in (worker/trail_verdict.py): the first
+    at once, and it takes the other claims' rounds ready now into its call; the others after
+    TRAIL_BATCH_WAIT_S, for what its call could not take (a task whose round was taken ends at
+    once). Sent together, their tasks would each take their own round before any could take the
+    others'. The first does not wait for rounds still selecting: that cost a trail 20 % of its
+    wall time for a few calls fewer (bench/trails.py)."""
+    if not round_ids:
+        return
+    wait = settings.TRAIL_BATCH_WAIT_S if settings.TRAIL_BATCH_CLAIMS > 1 and settings.TRAIL_BATCH_WAIT_S > 0 else None
+    base.send("trail_verdict", round_ids[0])
+    for round_id in round_ids[1:]:
+        base.send("trail_verdict", round_id, countdown=wait)
 
 
 def _ask_alone(batch: list[TrailSelection]) -> None:
@@ -219,35 +231,6 @@ def _ask_alone(batch: list[TrailSelection]) -> None:
     services.trail_selections_release([selection.pk for selection in batch])
     for selection in batch:
         base.send("trail_select", selection.pk, True)
-
-
-@base.step("judging a round of a claim's trail", give_up=_fail_round)
-def trail_verdict(round_id: int) -> None:
-    trail_round = TrailRound.objects.select_related("claim__sentence__verification").get(pk=round_id)
-    claim = trail_round.claim
-    verification = claim.sentence.verification
-    base.hold(verification.pk)
-    if trail_round.status != Status.RUNNING or claim.status != ClaimStatus.SEARCHING:
-        return
-    rows = list(trail_round.selections.order_by("position"))
-    selections = [NodeSelection.from_dict(row.result) for row in rows]
-    llm = providers.llm_client(verification.settings["model"], priority=claim.sentence.index)
-    try:
-        verdict = judge_round(llm, load_trail(verification.pk), claim.text, selections)
-    except StepError as error:
-        return _fail_round(round_id, reason=str(error), transient=error.transient)
-    finally:
-        services.usage_add(verification.pk, usage=llm.usage)
-    judged = services.trail_round_judged(
-        round_id,
-        verdict=verdict.verdict.value,
-        reasoning=verdict.reasoning,
-        calls=verdict.called + sum(selection.prompts for selection in selections),
-        prompt_tokens=llm.usage.prompt_tokens + sum(row.prompt_tokens for row in rows),
-        completion_tokens=llm.usage.completion_tokens + sum(row.completion_tokens for row in rows),
-    )
-    if judged:
-        base.send("trail_continue", claim.pk)
 
 
 @base.step("reading a document of a trail", give_up=_fail_node)
