@@ -316,6 +316,12 @@ def test_verify_checks_a_trail_and_names_the_step_each_unsupported_claim_entered
     assert "1 unsupported claim(s) entered at 'section summary'" in done.stdout
     assert "entered at the final step" in done.stdout
     assert world.serper.queries == []  # a trail is checked against its own texts, not the web
+    # Its progress in a trail's terms (issue 38.8): it said "claims searched 3/3  pages 0/0".
+    progress = [line for line in done.stderr.splitlines() if "%" in line]
+    assert progress and all(TRAIL_PROGRESS.match(line) for line in progress), progress
+    assert re.match(
+        r"^100%  sentences 3/3  texts read (\d+)/\1  rounds judged (\d+)/\2  claims traced 3/3$", progress[-1]
+    )
 
 
 def test_verify_refuses_an_invalid_trail_naming_the_node(env, tmp_path):
@@ -325,6 +331,12 @@ def test_verify_refuses_an_invalid_trail_naming_the_node(env, tmp_path):
 
     assert done.returncode == 1
     assert "'missing'" in done.stderr and "node 'a'" in done.stderr
+
+
+# A trail run's progress line: what it reads and judges, round by round.
+TRAIL_PROGRESS = re.compile(
+    r"^ *\d+%  sentences \d+/\d+  texts read \d+/\d+  rounds judged \d+/\d+  claims traced \d+/\d+$"
+)
 
 
 # --- quiet by default: the command's own lines on standard error, the task log when asked

@@ -17,6 +17,8 @@ def progress_line(progress: dict) -> str:
 
 
 def progress_counts(progress: dict) -> str:
+    if progress.get("kind") == "trail":
+        return _trail_counts(progress)
     starting = "  starting: loading the passage model" if progress["starting"] else ""
     pages = progress["pages"]
     return (
@@ -25,6 +27,19 @@ def progress_counts(progress: dict) -> str:
         f"  claims searched {progress['claims']['searched']}/{progress['claims']['total']}"
         f"  pages {pages['fetched'] + pages['failed'] + pages['read_from_snippet']}/{pages['total']}"
         f"  judgements {progress['judgements']['made']}/{progress['judgements']['total']}"
+    )
+
+
+def _trail_counts(progress: dict) -> str:
+    """A trail run's counts in its own terms (selectors.trail_progress): it searches no web and
+    reads no pages, it reads its texts round by round."""
+    documents = progress["documents"]
+    return (
+        f"  sentences {progress['sentences']['split']}/{progress['sentences']['total']}"
+        + (f"  documents read {documents['read']}/{documents['total']}" if documents["total"] else "")
+        + f"  texts read {progress['texts']['read']}/{progress['texts']['total']}"
+        f"  rounds judged {progress['rounds']['judged']}/{progress['rounds']['total']}"
+        f"  claims traced {progress['claims']['ended']}/{progress['claims']['total']}"
     )
 
 

@@ -18,6 +18,7 @@ from verification.models import FINISHED, Status, Verification
 from verification.scoring import NOT_CHECKED, OUTCOME_ICONS, TRAIL_VERDICT_LABELS, TRAIL_VERDICTS, band, trail_score
 from verification.selectors.result_json import retryable
 from verification.selectors.result_page import passage_parts, result_legend
+from verification.selectors.trail_progress import trail_progress
 from verification.selectors.trail_result import CANCELLED, is_trail, trail_node_text, trail_result
 from verification.web.trail_form import plain_number
 
@@ -66,7 +67,7 @@ def trail_page(request: HttpRequest, verification: Verification) -> HttpResponse
         "legend": _legend(),
         "text_parts": _text_parts(verification.text, result, selected),
         "claim_groups": _claim_groups(result, selected),
-        "progress": None if finished else _progress(result),
+        "progress": None if finished else trail_progress(verification),
         "problems": _problems(result),
         "selected": selected,
         "trail": claim_trail(result, selected) if selected else None,
@@ -226,23 +227,6 @@ def _claim_groups(result: dict, selected: dict | None) -> list[dict]:
         for sentence in result["sentences"]
         if by_sentence[sentence["index"]]
     ]
-
-
-def _progress(result: dict) -> dict:
-    sentences = result["sentences"]
-    split = sum(1 for sentence in sentences if sentence["status"] not in ("pending", "running"))
-    claims = result["claims"]
-    ended = sum(1 for claim in claims if claim["verdict"] or claim["status"] == Status.FAILED)
-    documents = [node for node in result["nodes"] if node["url"]]
-    read = sum(1 for node in documents if node["status"] != Status.PENDING)
-    done = split / len(sentences) * 0.2 if sentences else 0.0
-    done += ended / len(claims) * 0.8 if claims else 0.0
-    return {
-        "percent": int(done * 100),
-        "sentences": {"split": split, "total": len(sentences)},
-        "claims": {"ended": ended, "total": len(claims)},
-        "documents": {"read": read, "total": len(documents)},
-    }
 
 
 def _problems(result: dict) -> list[str]:

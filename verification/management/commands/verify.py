@@ -35,6 +35,7 @@ from verification.scoring import (
     DEFAULT_RULE,
     SCORE_RULES,
 )
+from verification.selectors.trail_progress import trail_progress
 from verification.selectors.trail_result import trail_result
 from verification.selectors.viewstate import ViewState
 from verification.worker import start
@@ -177,6 +178,7 @@ class Command(BaseCommand):
                 trail=submission.trail, settings=submission.settings, segments=submission.segments, client=client
             ),
             options["timeout"],
+            progress=trail_progress,
         )
         result = trail_result(verification, with_texts=True)  # the command line's own run
         if options["json_out"]:
@@ -185,14 +187,15 @@ class Command(BaseCommand):
         if result["status"] != "done":
             raise CommandError(f"the trail check failed: {result['error']}")
 
-    def _start(self, client: str, create, timeout: float) -> Verification:
-        """The run `create` saves, started within the command line's hourly limit, when it ended."""
+    def _start(self, client: str, create, timeout: float, progress=selectors.verification_progress) -> Verification:
+        """The run `create` saves, started within the command line's hourly limit, when it ended;
+        `progress` tells how far it has gone (a trail's in its own terms)."""
         verification = start.start_run(client, create)
         if isinstance(verification, limits.RateLimited):
             raise CommandError(verification.message(who="the command line"), returncode=REFUSED)
         self.stderr.write(f"verification {verification.pk} started")
         try:
-            return self._wait(verification, timeout)
+            return self._wait(verification, timeout, progress)
         except KeyboardInterrupt:
             raise CommandError(
                 f"interrupted: the run is left unfinished (a factsite server on this database resumes it; "
@@ -210,13 +213,13 @@ class Command(BaseCommand):
         except UnicodeDecodeError as error:
             raise CommandError("the input is not UTF-8 text") from error
 
-    def _wait(self, verification: Verification, timeout: float) -> Verification:
+    def _wait(self, verification: Verification, timeout: float, progress) -> Verification:
         deadline = time.monotonic() + timeout
         with progress_shown(self.stderr) as show:
             while True:
                 verification.refresh_from_db()
                 verification = services.verification_expire_if_stale(verification, timeout_s=settings.RUN_TIMEOUT)
-                show(selectors.verification_progress(verification))
+                show(progress(verification))
                 if verification.status in FINISHED:
                     return verification
                 if time.monotonic() > deadline:
