@@ -358,7 +358,9 @@ def test_a_collapsed_section_the_browser_can_find_is_read():
 def test_teasers_to_other_stories_inside_the_article_are_not_read():
     text = read_html(NEWS_PAGE).text
 
+    # The teaser cards are taken out before either extractor reads the page (extract_unseen.teaser_cards).
     assert lines(text) == [
+        "City council approves new bus lanes on Main Street",
         "The Riverton city council voted 7 to 2 on Monday night to add dedicated bus lanes to a 2.4-mile stretch of "
         "Main Street, ending a two-year debate over the corridor.",
         "Construction is expected to begin in June and to cost about $4.8 million, most of it covered by a federal "
@@ -369,6 +371,22 @@ def test_teasers_to_other_stories_inside_the_article_are_not_read():
         "by shops along the street.",
         "The council will vote on the final design of the stations at its meeting on April 8.",
     ]
+
+
+# The same teasers with a line before each headline, too long for a kicker: no teaser card is found,
+# trafilatura reads them, and readability's reading is kept.
+NEWS_PAGE_WITH_DATED_TEASERS = NEWS_PAGE.replace(
+    '<div class="latest-box-item-headlines">',
+    '<div class="latest-box-item-headlines"><span class="updated">Updated 2 hours ago</span>',
+)
+
+
+def test_teasers_trafilatura_keeps_are_left_out_by_keeping_readabilitys_reading():
+    text = read_html(NEWS_PAGE_WITH_DATED_TEASERS).text
+
+    assert "The council will vote on the final design of the stations at its meeting on April 8." in lines(text)
+    assert "School board weighs budget cuts" not in text
+    assert "Three options are on the table for next year" not in text
 
 
 def test_a_news_page_keeps_its_title_and_date():
@@ -409,7 +427,7 @@ def test_paragraphs_outside_the_block_trafilatura_reads_are_kept():
     ("html", "choice"),
     [
         (LYRICS_PAGE, Choice.READABILITY_FOR_REPEATS),
-        (NEWS_PAGE, Choice.READABILITY_FOR_CHROME),
+        (NEWS_PAGE_WITH_DATED_TEASERS, Choice.READABILITY_FOR_CHROME),
         (RESULTS_PAGE, Choice.TRAFILATURA),
         (RESULTS_PAGE_IN_TWO_PARTS, Choice.READABILITY_FOR_FRAGMENT),
     ],

@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 
 from . import extract_choice, html_meta, pdf
 from .extract_choice import Choice, Line
+from .extract_unseen import remove_unseen
 from .types import FetchedDocument, Fetcher, Page, StepError
 
 # Pages of PDFs read at most (PDF_MAX_PAGES): a 500-page report would hold a CPU process for
@@ -33,16 +34,6 @@ HTML_BLOCK_TAGS = frozenset(
     "p div li ul ol dl dt dd h1 h2 h3 h4 h5 h6 blockquote pre table tr td th caption figcaption section "
     "article header br hr".split()
 )
-# Elements that show a reader no text of the page. Both extractors drop them too; taking them out
-# once, before either reads the tree, spares both the walk (readability's time grows with the tree).
-UNSEEN_TAGS = (
-    *"script style noscript template svg canvas iframe object embed link".split(),
-    *"button select option datalist input textarea label dialog menu".split(),
-)
-# The page's own chrome, dropped by trafilatura anyway; readability scores it low but walks it.
-# One that holds the article (<main>, <article>) stays.
-CHROME_TAGS = frozenset({"nav", "aside", "footer"})
-_HIDDEN_STYLE = re.compile(r"(display\s*:\s*none|visibility\s*:\s*hidden)", re.IGNORECASE)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
@@ -216,33 +207,6 @@ def read_main_text(tree: HtmlElement, *, known: tuple[str, ...] = ()) -> tuple[s
     choice = extract_choice.choose(by_trafilatura, by_readability, known=known)
     kept = by_readability if choice.readability else by_trafilatura
     return "\n".join(line.text for line in kept), choice
-
-
-def remove_unseen(tree: HtmlElement) -> None:
-    """Remove what a reader of the page never sees: scripts, styles, forms' controls, elements
-    the page hides (trafilatura would keep their text: a paywall notice, a dismissed dialog),
-    and its navigation, sidebars and footers. Hidden elements stay when they hold most of the
-    page's text: a page that hides its body until a script has run."""
-    lxml.etree.strip_elements(tree, lxml.etree.Comment, lxml.etree.ProcessingInstruction, *UNSEEN_TAGS, with_tail=False)
-    hidden = [
-        element
-        for element in tree.xpath("//body//*[@hidden or @style]")
-        # hidden="until-found" is a collapsed section the browser opens to show what a reader searched for
-        if element.get("hidden") not in (None, "until-found") or _HIDDEN_STYLE.search(element.get("style") or "")
-    ]
-    if hidden and sum(len(element.text_content()) for element in hidden) * 2 < len(tree.text_content()):
-        _drop(hidden)
-    _drop(
-        element
-        for element in tree.iter(*CHROME_TAGS)
-        if element.find(".//main") is None and element.find(".//article") is None
-    )
-
-
-def _drop(elements) -> None:
-    for element in list(elements):
-        if element.getparent() is not None:
-            element.drop_tree()
 
 
 def read_with_trafilatura(tree: HtmlElement) -> list[Line]:
