@@ -89,3 +89,29 @@ def test_windows_line_endings_are_kept_and_the_list_still_read():
 
     assert result.text == "Trams are quiet.\r\nBuses are loud.\r\n\r\n"
     assert [c.url for c in result.citations] == ["https://a.test/1", "https://a.test/2"]
+
+
+def test_a_copilot_answer_is_read_with_its_conversation_heading():
+    text = (
+        "Riverton approved a tram line in March 2024[^1^][^2^]. It will open in 2027[^3^].\n\n"
+        "Source: Conversation with Copilot, 20/03/2025\n"
+        "(1) Council approves Riverton tram line. https://www.riverton.gov/news/tram.\n"
+        "(2) Tram vote 2024 - Riverton Tribune. https://www.rivertontribune.com/local/tram-vote-2024.\n"
+        "(3) Tram project FAQ. https://rivertontransit.org/projects/tram/faq.\n"
+    )
+
+    result = read_citations(text)
+
+    assert result.text == "Riverton approved a tram line in March 2024. It will open in 2027.\n\n"
+    assert [(c.label, c.title) for c in result.citations] == [
+        ("1", "Council approves Riverton tram line."),
+        ("2", "Tram vote 2024 - Riverton Tribune."),
+        ("3", "Tram project FAQ."),
+    ]
+    assert result.citations[2].url == "https://rivertontransit.org/projects/tram/faq"
+
+
+def test_a_sentence_that_begins_with_source_is_no_heading():
+    text = "Source: the council said the line opens in 2027.\n1. Buy a ticket\n2. Board at the front\n"
+
+    assert read_citations(text).text == text

@@ -240,6 +240,7 @@ def test_a_text_without_citations_comes_back_unchanged(text):
         ("Trams are quiet.【3†source】", "Trams are quiet.", ["3"]),
         ("Trams are quiet.【4:0†report.pdf】", "Trams are quiet.", ["4:0"]),
         ("Trams are quiet.[^1]", "Trams are quiet.", ["1"]),
+        ("Trams are quiet[^1^][^2^].", "Trams are quiet.", ["1", "2"]),
         ("Trams are quiet [^note].", "Trams are quiet.", ["note"]),
         ("Trams are quiet.[1](https://a.test/1)", "Trams are quiet.", [""]),
         ("Trams are quiet (Sources: [1], [3]).", "Trams are quiet.", ["1", "3"]),
@@ -290,6 +291,7 @@ def test_every_numbered_form_leaves_the_sentence_whole(text, cleaned, labels):
         ("Trams are quiet, DOI: 10.1038/nature12373.", "Trams are quiet,.", Points.DOI, None),
         ("Trams are quiet https://doi.org/10.1038/nature12373.", "Trams are quiet.", Points.DOI, None),
         ("Trams are quiet [1](http://dx.doi.org/10.1038/nature12373).", "Trams are quiet.", Points.DOI, None),
+        ("Trams are quiet [[1]](https://a.test/x).", "Trams are quiet.", Points.URL, "https://a.test/x"),
     ],
 )
 def test_every_address_form_is_cited_and_removed(text, cleaned, points_to, url):

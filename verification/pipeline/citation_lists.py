@@ -45,6 +45,7 @@ _LINE_LABEL = re.compile(
     (?: \[\^(?P<foot>[^\]\s]{1,100})\]:             # [^1]: a markdown footnote definition
       | \[(?P<bracket>\w{1,20})\](?=[\s:]|$):?      # [1] as Perplexity copies, [1]: a link definition
       | (?P<number>\d{1,6})[.)](?=\s|$)             # 1.  or  1)
+      | \((?P<paren>\d{1,6})\)(?=\s|$)               # (1) as Copilot copies
       | \^(?P<caret>\d{1,6})(?=\s|$)
       | (?P<sup>[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,6})(?=\s|$)
       | (?P<bullet>[-*•+])(?=\s)
@@ -166,15 +167,18 @@ def _list_at(text: str, rows: list[tuple[int, int, int]], index: int) -> tuple[R
     if (label := _LINE_LABEL.match(line)) and label.group("foot"):
         entries, after = _entries(text, rows, index, headed=False, footnotes_only=True)
         return ReferenceList("", start, entries[-1].end, tuple(entries)), after
-    if heading := _heading(line):
+    if inline := _inline_list(text, start, end):
+        return inline, index + 1
+    heading = _heading(line)
+    # Copilot heads its list "Source: Conversation with Copilot, 5/20/2024".
+    worded = not heading and _worded_heading(text, start, end)
+    if heading or worded:
         entries, after = _entries(text, rows, index + 1, headed=True)
         # "Sources:" over "- Federal grants (40%)" lists where money comes from: a list of sources
         # is one when an entry gives an address. A bibliography may give none.
-        if entries and (heading not in _NEED_ADDRESS or any(entry.url for entry in entries)):
+        needs_address = worded or heading in _NEED_ADDRESS
+        if entries and (not needs_address or any(entry.url for entry in entries)):
             return ReferenceList(line.strip(), start, entries[-1].end, tuple(entries)), after
-        return None, index + 1
-    if inline := _inline_list(text, start, end):
-        return inline, index + 1
     return None, index + 1
 
 
@@ -182,6 +186,11 @@ def _heading(line: str) -> str:
     """The heading's words ("sources") when the line is one, else ""."""
     words = line.strip().strip("#*_ \t").rstrip(":").strip("*_ \t").lower()
     return words if len(line) < 80 and words in HEADINGS else ""
+
+
+def _worded_heading(text: str, start: int, end: int) -> bool:
+    heading = _INLINE_HEADING.match(text, start, end)
+    return bool(heading) and heading.group(1).strip().lower() in HEADINGS
 
 
 def _inline_list(text: str, start: int, end: int) -> ReferenceList | None:
@@ -240,7 +249,7 @@ def _entries(
 
 
 def _label_of(label: re.Match) -> str:
-    for name in ("foot", "bracket", "number", "caret"):
+    for name in ("foot", "bracket", "number", "paren", "caret"):
         if label.group(name):
             return label.group(name)
     if label.group("sup"):
@@ -258,13 +267,18 @@ def _entry(
     if link := MD_LINK.search(body):
         url, title = link.group(2), link.group(1)
     elif address := URL.search(body):
-        url = address.group()[: trimmed_end(address.group(), 0, len(address.group()))]
-        title = body[: address.start()] + body[address.start() + len(url) :]
+        cut = trimmed_end(body, address.start(), address.end())
+        url, title = body[address.start() : cut], _without(body, address.start(), cut)
     elif doi := DOI.search(body):
-        url = doi_url(doi.group(1)[: trimmed_end(doi.group(1), 0, len(doi.group(1)))])
-        title = body[: doi.start()] + body[doi.end() :]
+        cut = trimmed_end(body, doi.start(1), doi.end())
+        url, title = doi_url(body[doi.start(1) : cut]), _without(body, doi.start(), cut)
     title = " ".join(title.split()).strip(" -–—:|,;\"'*_()<>")
     return ReferenceEntry(label, title, cited_url(url) if url else None, start, end, footnote)
+
+
+def _without(body: str, start: int, end: int) -> str:
+    """The entry's words around its address; the full stop that closed the address goes with it."""
+    return body[:start] + body[end:].lstrip(".,;:")
 
 
 def _trailing_list(text: str, rows: list[tuple[int, int, int]], after: int, code: bytearray) -> ReferenceList | None:

@@ -67,6 +67,8 @@ _FOOTNOTE = re.compile(r"\[\^([^\]\s]{1,100})\]")
 _LENTICULAR = re.compile(r"【([^【】\n]{1,100})】")
 _DATA = re.compile(r"\[Data:[ \t]{0,3}([^\[\]\n]{1,2000})\]")
 _RECORDS = re.compile(r"([A-Za-z][A-Za-z ]{0,40}?)[ \t]*\(([^()]{0,1000})\)")
+# [[1]](https://…): a numbered link, as You.com and Phind copy them.
+_NUMBERED_LINK = re.compile(rf"\[\[(\d{{1,6}})\]\]\(<?({URL_PATTERN})>?\)")
 # [Reuters][1]: a reference-style markdown link ([1][3] is two numbers, not a link).
 _REF_LINK = re.compile(r"(?<![!\]])\[(?!\d{1,7}\])([^\[\]\n]{1,300})\]\[(\w{1,20})\]")
 _ANY_LINK = rf"\[[^\[\]\n]{{1,300}}\](?:\(<?{URL_PATTERN}>?\)|\[\w{{1,20}}\])"
@@ -162,7 +164,9 @@ def _too_many(written: str, count: int) -> Pointer:
 
 def _footnotes(text: str, labels: set[str]) -> Iterator[Found]:
     for match in _FOOTNOTE.finditer(text):
-        yield Found(match.start(), match.end(), "footnote", (Pointer(Points.REFERENCE, match.group(1), footnote=True),))
+        # Copilot writes [^1^].
+        label = match.group(1).removesuffix("^")
+        yield Found(match.start(), match.end(), "footnote", (Pointer(Points.REFERENCE, label, footnote=True),))
 
 
 def _lenticular(text: str, labels: set[str]) -> Iterator[Found]:
@@ -215,6 +219,8 @@ def _links(text: str, labels: set[str]) -> Iterator[Found]:
         pointer = _link_pointer(words, url)
         keep = None if _names_address(words, url) else (match.start(1), match.end(1))
         yield Found(match.start(), match.end(), "link", (pointer,), keep)
+    for match in _NUMBERED_LINK.finditer(text):
+        yield Found(match.start(), match.end(), "link", (_link_pointer(match.group(1), match.group(2)),))
     for match in _REF_LINK.finditer(text):
         pointer = Pointer(Points.REFERENCE, label=match.group(2), title=match.group(1))
         keep = None if match.group(1).strip().isdigit() else (match.start(1), match.end(1))
