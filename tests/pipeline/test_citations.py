@@ -208,6 +208,7 @@ ORDINARY_TEXTS = [
     "References:\nThe council cited no studies in its decision.",
     "Sources:\n- Federal grants (40%)\n- Local taxes (60%)\n",
     "He scored 3 [+1] points in the second half (a record).",
+    "The final score was [12-5].",
     "",
 ]
 
@@ -244,6 +245,7 @@ def test_a_text_without_citations_comes_back_unchanged(text):
         ("Trams are quiet [^note].", "Trams are quiet.", ["note"]),
         ("Trams are quiet.[1](https://a.test/1)", "Trams are quiet.", [""]),
         ("Trams are quiet (Sources: [1], [3]).", "Trams are quiet.", ["1", "3"]),
+        ("Trams are quiet ([1][3]).", "Trams are quiet.", ["1", "3"]),
     ],
 )
 def test_every_numbered_form_leaves_the_sentence_whole(text, cleaned, labels):
@@ -256,7 +258,7 @@ def test_every_numbered_form_leaves_the_sentence_whole(text, cleaned, labels):
 
 
 @pytest.mark.parametrize(
-    ("text", "cleaned", "points_to", "url"),
+    ("text", "cleaned", "points_to", "cites"),
     [
         (
             "Trams are quiet. ([a.test](https://www.a.test/x?utm_source=chatgpt.com&utm_medium=x))",
@@ -285,27 +287,26 @@ def test_every_numbered_form_leaves_the_sentence_whole(text, cleaned, labels):
             Points.URL,
             "https://en.wikipedia.org/wiki/Tram_(vehicle)",
         ),
-        ("Trams are quiet (Source: Riverton Tribune).", "Trams are quiet.", Points.NAME, None),
+        ("Trams are quiet (Source: Riverton Tribune).", "Trams are quiet.", Points.NAME, "Riverton Tribune"),
+        ("Trams are quiet (Source: 2024).", "Trams are quiet.", Points.NAME, "2024"),
         ("Trams are quiet (source: https://a.test/x).", "Trams are quiet.", Points.URL, "https://a.test/x"),
         ("Trams are quiet (doi:10.1038/nature12373).", "Trams are quiet.", Points.DOI, None),
-        ("Trams are quiet, DOI: 10.1038/nature12373.", "Trams are quiet,.", Points.DOI, None),
+        ("Trams are quiet, DOI: 10.1038/nature12373.", "Trams are quiet.", Points.DOI, None),
         ("Trams are quiet https://doi.org/10.1038/nature12373.", "Trams are quiet.", Points.DOI, None),
         ("Trams are quiet [1](http://dx.doi.org/10.1038/nature12373).", "Trams are quiet.", Points.DOI, None),
         ("Trams are quiet [[1]](https://a.test/x).", "Trams are quiet.", Points.URL, "https://a.test/x"),
     ],
 )
-def test_every_address_form_is_cited_and_removed(text, cleaned, points_to, url):
+def test_every_address_form_is_cited_and_removed(text, cleaned, points_to, cites):
     result = read_citations(text)
 
     assert result.text == cleaned
     citation = result.citations[0]
     assert citation.points_to is points_to
-    if points_to is Points.DOI:
-        assert citation.url == "https://doi.org/10.1038/nature12373"
-    elif url:
-        assert citation.url == url
+    if points_to is Points.NAME:
+        assert (citation.url, citation.title) == (None, cites)
     else:
-        assert citation.title == "Riverton Tribune"
+        assert citation.url == (cites or "https://doi.org/10.1038/nature12373")
 
 
 def test_an_address_in_the_middle_of_a_sentence_is_part_of_it():

@@ -71,7 +71,7 @@ _RECORDS = re.compile(r"([A-Za-z][A-Za-z ]{0,40}?)[ \t]*\(([^()]{0,1000})\)")
 _NUMBERED_LINK = re.compile(rf"\[\[(\d{{1,6}})\]\]\(<?({URL_PATTERN})>?\)")
 # [Reuters][1]: a reference-style markdown link ([1][3] is two numbers, not a link).
 _REF_LINK = re.compile(r"(?<![!\]])\[(?!\d{1,7}\])([^\[\]\n]{1,300})\]\[(\w{1,20})\]")
-_ANY_LINK = rf"\[[^\[\]\n]{{1,300}}\](?:\(<?{URL_PATTERN}>?\)|\[\w{{1,20}}\])"
+_ANY_LINK = rf"(?:\[[^\[\]\n]{{1,300}}\]\(<?{URL_PATTERN}>?\)|\[(?!\d{{1,7}}\])[^\[\]\n]{{1,300}}\]\[\w{{1,20}}\])"
 # ChatGPT search: "… in 2024. ([apnews.com](https://…?utm_source=chatgpt.com), [Reuters][2])".
 _SPACE = r"[ \t]{0,3}"
 _PAREN_LINKS = re.compile(rf"\({_SPACE}{_ANY_LINK}(?:{_SPACE}[,;]{_SPACE}{_ANY_LINK}){{0,20}}{_SPACE}\)")
@@ -97,7 +97,7 @@ def candidates(text: str, hidden: bytearray, labels: set[str]) -> list[Found]:
         marker
         for finder in _FINDERS
         for marker in finder(text, labels)
-        if not hidden[marker.start] and not hidden[marker.end - 1]
+        if marker.pointers and not hidden[marker.start] and not hidden[marker.end - 1]
     ]
     found.sort(key=lambda marker: (marker.start, -marker.end))
     kept: list[Found] = []
@@ -120,7 +120,7 @@ def _carets(text: str, labels: set[str]) -> Iterator[Found]:
 
 
 def _superscripts(text: str, labels: set[str]) -> Iterator[Found]:
-    """¹² is the 12th source, unless the list has no 12th and has a 1st and a 2nd."""
+    """¹² is the 12th source, unless the reference list has no 12th entry: then the 1st and 2nd."""
     for match in _SUPERSCRIPT.finditer(text):
         written = match.group().translate(_SUPERSCRIPTS).replace("˒", ",")
         numbers = [number.strip() for number in written.split(",")]
@@ -142,7 +142,9 @@ def _listed(written: str, labels: set[str]) -> tuple[Pointer, ...] | None:
             numbers.append(ends[0])
             continue
         first, last = int(ends[0]), int(ends[-1])
-        if last < first or last - first >= MAX_POINTERS:
+        if last < first:
+            return None  # "[12-5]" is a score or a date, not a range of sources
+        if last - first >= MAX_POINTERS:
             return (_too_many(written, last - first + 1),)
         numbers.extend(str(number) for number in range(first, last + 1))
     if len(numbers) > MAX_POINTERS:
@@ -263,7 +265,9 @@ def _named_in(content: str, labels: set[str]) -> list[Pointer]:
     if addresses:
         return addresses
     if re.fullmatch(r"[\[\]\d,;\s–—-]{1,200}", content) and any(c.isdigit() for c in content):
-        return list(_listed(",".join(re.findall(r"\d+(?:[ \t]*[–—-][ \t]*\d+)?", content)), labels) or ())
+        numbers = ",".join(re.findall(r"\d+(?:[ \t]*[–—-][ \t]*\d+)?", content))
+        if listed := _listed(numbers, labels):
+            return list(listed)
     return [Pointer(Points.NAME, title=" ".join(content.split()))]
 
 

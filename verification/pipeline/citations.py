@@ -250,14 +250,21 @@ def _removals(text: str, found: list[Found], lists: list[ReferenceList]) -> tupl
 
 
 def _widened(text: str, start: int, end: int) -> tuple[int, int]:
+    """A run's cut: with the parentheses around it when it is alone in them ("quiet ([1][3])."),
+    and the spaces before it, and a comma before it when the sentence ends after it ("quiet,
+    doi:10.1/x." → "quiet."); when it opens its line, with the spaces after it instead."""
+    if start > 0 and text[start - 1] == "(" and text.startswith(")", end):
+        start, end = start - 1, end + 1
     before = start
     while before > 0 and text[before - 1] in " \t":
         before -= 1
-    if before > 0 and text[before - 1] != "\n":
-        return before, end
-    while end < len(text) and text[end] in " \t":
-        end += 1
-    return start, end
+    if before == 0 or text[before - 1] == "\n":
+        while end < len(text) and text[end] in " \t":
+            end += 1
+        return start, end
+    if text[before - 1] in ",;" and STOP_AFTER.match(text, end):
+        before -= 1
+    return before, end
 
 
 def _line_end(text: str, end: int) -> int:
