@@ -11,17 +11,24 @@ What counts as a citation (the ambiguous cases):
 - Always: markdown footnotes [^1], 【1】 and 【1†source】, GraphRAG's [Data: Reports (2, 7)], links
   in parentheses ([nytimes.com](https://…)), a link whose text is its own host or a number,
   reference-style links [Reuters][1], (Source: …), DOIs (a DOI is never what a sentence claims,
-  only where it comes from), and a bare URL that ends its sentence or line ("Go to https://x.test
-  to register" keeps it).
+  only where it comes from), and a bare URL that ends its sentence or line, unless the sentence
+  names it as a place ("Go to https://x.test to register", "The minutes are at https://x.test."
+  keep it).
 - A link [text](url) is a citation whose text stays in the sentence.
 - Bracketed numbers [1], [1][3], [1, 3], [1-3], carets ^2 and superscripts ¹²: when the text has a
   reference list, wherever they are; without one, where they end a sentence ("…in 2024.[1]",
   "…in 2024 [1]."), or glued to a word mid-sentence ("Paris[1] and") once two sentences end so
   (the text cites with numbers). So "Section [3] of the code" stays a sentence without a list, and
   is read as citing entry 3 with one.
+- Reference lists: under a heading (Sources, References, Citations, Works cited, Bibliography,
+  Footnotes; "Sources" only when an entry gives an address, since "Sources:" also heads a list of
+  where money comes from), markdown footnote definitions anywhere, and a list without a heading at
+  the very end when every entry is labelled and gives an address (a numbered list of plain words
+  there is the answer's own). Unlabelled entries are numbered by their position.
 - Never: inside `code` or a fenced block; followed by an operator, a call or an attribute
   (array[1] = 5, x^2 + y^2, a[1].size); a number of four digits or more, or 0, that no entry is
-  labelled with ([2024] is a year); a caret or superscript after a digit or a word of one or two
+  labelled with ([2024] is a year), or a range that runs backwards ([12-5]); a caret or
+  superscript after a digit or a word of one or two
   letters (10³, m², x^2). Prose "…is array[1]." cannot be told from "…is blue[1]." and is read as a
   citation (unresolved when there is no list)."""
 
