@@ -28,9 +28,8 @@ What counts as a citation (the ambiguous cases):
 - Never: inside `code` or a fenced block; followed by an operator, a call or an attribute
   (array[1] = 5, x^2 + y^2, a[1].size); a number of four digits or more, or 0, that no entry is
   labelled with ([2024] is a year), or a range that runs backwards ([12-5]); a caret or
-  superscript after a digit or a word of one or two
-  letters (10³, m², x^2). Prose "…is array[1]." cannot be told from "…is blue[1]." and is read as a
-  citation (unresolved when there is no list)."""
+  superscript after a digit or a word of one or two letters (10³, m², x^2). Prose "…is array[1]."
+  cannot be told from "…is blue[1]." and is read as a citation (unresolved when there is no list)."""
 
 import re
 from bisect import bisect_left, bisect_right
