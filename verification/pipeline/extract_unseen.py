@@ -28,10 +28,8 @@ CHROME_ROLES = frozenset(
     "search menu menubar menuitem menuitemradio menuitemcheckbox toolbar dialog alertdialog tooltip slider "
     "button".split()
 )
-_CHROME_XPATH = lxml.etree.XPath(
-    "//body//*[" + " or ".join(f"@role='{role}'" for role in sorted(CHROME_ROLES)) + "]"
-    " | //body//" + " | //body//".join(CHROME_TAGS)
-)
+# One walk finds the elements each rule looks at: a role, the hidden attribute, aria-hidden, a style.
+_MARKED = lxml.etree.XPath("//body//*[@role or @hidden or @aria-hidden or @style]")
 # Chrome around the article (a <nav> or a role that wraps the page's <main>) is a wrapper: it stays.
 _WRAPS_ARTICLE = lxml.etree.XPath(".//main or .//article")
 # What holds the page's own text, never a player or a teaser: its <main>, its headline, its
@@ -41,31 +39,19 @@ _HOLDS_PAGE = lxml.etree.XPath(
 )
 
 
-def _class_is(*names: str) -> str:
-    return " or ".join(f"contains(concat(' ', normalize-space(@class), ' '), ' {name} ')" for name in names)
-
-
 # Blocks not shown: the hidden attribute (but hidden="until-found", a collapsed section the browser
-# opens to show what a reader searched for), aria-hidden, the class names of common CSS frameworks
-# for hidden and screen-reader-only text, or a style. (Bootstrap's "collapse" is not one: pages
-# use it for accordions whose panels are the article, and for wrappers of the whole page.)
-HIDDEN_CLASSES = frozenset("hidden d-none is-hidden u-hidden visually-hidden sr-only screen-reader-text".split())
-_HIDDEN_MARKED = lxml.etree.XPath(
-    f"//body//*[(@hidden and @hidden != 'until-found') or @aria-hidden='true' or {_class_is(*sorted(HIDDEN_CLASSES))}]"
-)
-_HIDDEN_STYLED = lxml.etree.XPath("//body//*[contains(@style, 'none') or contains(@style, 'hidden')]")
+# opens to show what a reader searched for), aria-hidden, or a style. (Not class names: "collapse"
+# is Bootstrap's for accordions whose panels are the article, and a page's CSS is not read.)
 _HIDDEN_STYLE = re.compile(r"(display\s*:\s*none|visibility\s*:\s*hidden)", re.IGNORECASE)
+# Classes that mark which of a gallery's slides or a tab set's panels is shown.
+_PANEL_STATES = frozenset("hidden is-hidden d-none active is-active current selected show open".split())
 
-# A media player by its class or id (video.js, JW Player, Plyr, Brightcove, a site's own
-# "video-player"); one only when it holds a player's parts, since "player-name" is a sports table's.
-_PLAYER_XPATH = lxml.etree.XPath(
-    "//body//*[contains(@class, 'layer') or contains(@id, 'layer') or contains(@class, 'vjs-')"
-    " or contains(@class, 'jw-') or contains(@class, 'plyr') or contains(@class, 'video-js')]"
-)
-_PLAYER_NAME = re.compile(r"player|^vjs-|^jw-|^plyr|^video-js$", re.IGNORECASE)
-_PLAYER_PARTS = lxml.etree.XPath(
-    ".//video or .//audio or .//iframe or .//object or .//embed or .//button or .//*[@role='slider' or @role='menu']"
-)
+# A media player: the block around a <video> or <audio> up to the article's paragraphs, holding its
+# title, settings menus and "up next" (a paragraph of the page is a sentence this long or longer),
+# and no more words than a player's labels (a post around a podcast's <audio> may have no <p>).
+PARAGRAPH_WORDS = 10
+PLAYER_MAX_WORDS = 80
+_SENTENCE_END = re.compile(r"[.!?…][\"”’»)\]]*$")
 
 # A teaser card to another article: a linked heading and at most a sentence or two beside it.
 TEASER_MAX_WORDS = 50
@@ -74,39 +60,30 @@ TEASER_KICKER_WORDS = 3
 _NUMBERED = re.compile(r"#?\d{1,3}[.)]\s")
 # What a teaser list's box says besides its cards: a title ("More stories", "Recommended for you").
 TEASER_TITLE_WORDS = 8
-_OTHER_PAGE = "@href and not(starts-with(@href, '#'))"
-# Another article's headline: a heading with a link to another page, or a paragraph that is
-# nothing but such a link (of a few words: a bare "More" is no headline).
-_LINKED_HEADING = lxml.etree.XPath(
-    "//body//*[self::h2 or self::h3 or self::h4 or self::h5 or self::h6]"
-    f"[.//a[{_OTHER_PAGE}] or ancestor::a[{_OTHER_PAGE}]]"
-    f" | //body//*[self::p or self::div][a[{_OTHER_PAGE}]][normalize-space(.) = normalize-space(a[1])]"
-    "[string-length(normalize-space(.)) > 15]"
-)
 
 
 def remove_unseen(tree: HtmlElement) -> None:
     """Remove what a reader of the page never reads as what it says (see the module's doc)."""
-    players = _outermost([element for element in _PLAYER_XPATH(tree) if _is_player(element)])
+    players = _outermost([player for media in tree.iter("video", "audio") if (player := _player_of(media)) is not None])
     lxml.etree.strip_elements(tree, lxml.etree.Comment, lxml.etree.ProcessingInstruction, *UNSEEN_TAGS, with_tail=False)
     _drop(players)
+    marked = _MARKED(tree)
     # Chrome first: a footer's paragraph is no sign that the page shows its text.
-    _drop(element for element in _CHROME_XPATH(tree) if not _WRAPS_ARTICLE(element) and not _HOLDS_PAGE(element))
-    _drop(hidden_blocks(tree))
+    chrome = [*tree.iter(*CHROME_TAGS), *(element for element in marked if element.get("role") in CHROME_ROLES)]
+    _drop(element for element in chrome if not _WRAPS_ARTICLE(element) and not _HOLDS_PAGE(element))
+    _drop(hidden_blocks(tree, [element for element in marked if element.getparent() is not None and _hides(element)]))
     _drop_teaser_lists(teaser_cards(tree))
 
 
-def hidden_blocks(tree: HtmlElement) -> list[HtmlElement]:
-    """The blocks the page hides: a paywalled or collapsed part of the article, a dismissed dialog,
-    a copy of the headline for search engines. Decided by what is hidden, not by how much: when
-    every paragraph is hidden, the page is hidden whole until a script has run (an anti-flicker
-    style on a wrapper, aria-hidden on the page behind a dialog), and a reader sees it once it
-    has: the outermost hidden blocks that hold paragraphs are those wrappers, and are kept (the
-    blocks hidden inside them are not)."""
-    styled = [element for element in _HIDDEN_STYLED(tree) if _HIDDEN_STYLE.search(element.get("style"))]
-    blocks = [*_HIDDEN_MARKED(tree), *styled]
-    paragraphs = [paragraph for paragraph in tree.iter("p") if paragraph.text_content().strip()]
-    while blocks and not _any_shown(paragraphs, blocks):
+def hidden_blocks(tree: HtmlElement, hidden: list[HtmlElement]) -> list[HtmlElement]:
+    """Of the `hidden` elements, the blocks the page hides: a paywalled or collapsed part of the
+    article, a dismissed dialog, a copy of the headline for search engines. Decided by what is
+    hidden, not by how much: when every paragraph is hidden, the page is hidden whole until a script
+    has run (an anti-flicker style on a wrapper, aria-hidden on the page behind a dialog), and a
+    reader sees it once it has: the outermost hidden blocks that hold paragraphs are those
+    wrappers, and are kept (the blocks hidden inside them are not)."""
+    blocks = hidden
+    while blocks and not _any_shown(tree, blocks):
         wrappers = {block for block in _outermost(blocks) if block.find(".//p") is not None}
         if not wrappers:
             break
@@ -116,16 +93,16 @@ def hidden_blocks(tree: HtmlElement) -> list[HtmlElement]:
 
 def _is_slide(block: HtmlElement) -> bool:
     """One of a gallery's or a tab set's panels, shown in turn: a sibling of the same kind is shown."""
-    kind = (block.tag, _shown_classes(block))
+    kind = (block.tag, _kind(block))
     parent = block.getparent()
     return parent is not None and any(
-        sibling is not block and (sibling.tag, _shown_classes(sibling)) == kind and not _hides(sibling)
-        for sibling in parent
+        sibling is not block and (sibling.tag, _kind(sibling)) == kind and not _hides(sibling) for sibling in parent
     )
 
 
-def _shown_classes(element: HtmlElement) -> frozenset[str]:
-    return frozenset((element.get("class") or "").split()) - HIDDEN_CLASSES
+def _kind(element: HtmlElement) -> frozenset[str]:
+    """Its classes but those that say which panel is shown ("hidden", "active")."""
+    return frozenset((element.get("class") or "").split()) - _PANEL_STATES
 
 
 def _hides(element: HtmlElement) -> bool:
@@ -133,22 +110,40 @@ def _hides(element: HtmlElement) -> bool:
         element.get("hidden") not in (None, "until-found")
         or element.get("aria-hidden") == "true"
         or bool(_HIDDEN_STYLE.search(element.get("style") or ""))
-        or bool(set((element.get("class") or "").split()) & HIDDEN_CLASSES)
     )
 
 
-def _any_shown(paragraphs: list[HtmlElement], dropped: list[HtmlElement]) -> bool:
-    """Whether any of these paragraphs is outside the elements to be dropped."""
+def _any_shown(tree: HtmlElement, dropped: list[HtmlElement]) -> bool:
+    """Whether any paragraph of the page is outside the elements to be dropped."""
     dropping = set(dropped)
     return any(
-        paragraph not in dropping and not any(a in dropping for a in paragraph.iterancestors())
-        for paragraph in paragraphs
+        paragraph not in dropping
+        and not any(ancestor in dropping for ancestor in paragraph.iterancestors())
+        and paragraph.text_content().strip()
+        for paragraph in tree.iter("p")
     )
 
 
-def _is_player(element: HtmlElement) -> bool:
-    names = f"{element.get('class') or ''} {element.get('id') or ''}".split()
-    return any(_PLAYER_NAME.search(name) for name in names) and _PLAYER_PARTS(element) and not _HOLDS_PAGE(element)
+def _player_of(media: HtmlElement) -> HtmlElement | None:
+    """The largest block around a <video> or <audio> that holds no paragraph of the page."""
+    player, parent = media, media.getparent()
+    while (
+        parent is not None
+        and parent.tag != "body"
+        and len(parent.text_content().split()) <= PLAYER_MAX_WORDS
+        and not _HOLDS_PAGE(parent)
+        and not _has_paragraph(parent)
+    ):
+        player, parent = parent, parent.getparent()
+    return None if player is media else player
+
+
+def _has_paragraph(element: HtmlElement) -> bool:
+    return any(
+        len(words := paragraph.text_content().split()) >= PARAGRAPH_WORDS and _SENTENCE_END.search(words[-1])
+        for paragraph in element.iter("p")
+        if not any(ancestor.tag in ("video", "audio") for ancestor in paragraph.iterancestors())
+    )
 
 
 def _outermost(elements: list[HtmlElement]) -> list[HtmlElement]:
@@ -163,7 +158,7 @@ def teaser_cards(tree: HtmlElement) -> list[HtmlElement]:
     sentence). A section heading of the article links nowhere; a list article's linked headings
     share one block with their paragraphs, or are numbered; and cards that are all the page has
     (a post that is a list of links) stay."""
-    headings = _LINKED_HEADING(tree)
+    headings = _linked_headings(tree)
     if len(headings) < 2:
         return []
     holding = Counter(ancestor for heading in headings for ancestor in heading.iterancestors())
@@ -173,8 +168,35 @@ def teaser_cards(tree: HtmlElement) -> list[HtmlElement]:
         if card is not None:
             siblings.setdefault(card.getparent(), []).append(card)
     cards = [card for group in siblings.values() if len(group) >= 2 and not _numbered(group) for card in group]
-    paragraphs = [paragraph for paragraph in tree.iter("p") if paragraph.text_content().strip()]
-    return cards if _any_shown(paragraphs, cards) else []
+    return cards if cards and _any_shown(tree, cards) else []
+
+
+def _linked_headings(tree: HtmlElement) -> list[HtmlElement]:
+    """Other articles' headlines: a heading with a link to another page, or a paragraph that is
+    nothing but such a link (of a few words: a bare "More" is no headline)."""
+    headings = [
+        heading
+        for heading in tree.iter("h2", "h3", "h4", "h5", "h6")
+        if any(_links_away(a) for a in heading.iter("a")) or any(_links_away(a) for a in heading.iterancestors("a"))
+    ]
+    for link in tree.iter("a"):
+        block = link.getparent()
+        if (
+            block is not None
+            and block.tag in ("p", "div")
+            and len(block) == 1
+            and not (block.text or "").strip()
+            and not (link.tail or "").strip()
+            and _links_away(link)
+            and len(link.text_content().split()) >= 3
+        ):
+            headings.append(block)
+    return headings
+
+
+def _links_away(link: HtmlElement) -> bool:
+    href = link.get("href")
+    return bool(href) and not href.startswith("#")
 
 
 def _numbered(cards: list[HtmlElement]) -> bool:
