@@ -177,7 +177,12 @@ TRAIL_BATCH_WAIT_S = env.float("TRAIL_BATCH_WAIT_S", default=1.25)
 # worker that held unacknowledged messages when the Redis connection dropped exited
 # ("Unrecoverable error: AttributeError: 'NoneType' object has no attribute 'hostname'", while
 # restoring them on the closed connection) instead of reconnecting (tests/test_recovery.py).
-CELERY_BROKER_TRANSPORT_OPTIONS = {"ack_emulation": False} if REDIS_URL else {"polling_interval": 0.01}
+# Two message priorities (worker/base.py: URGENT 0, ROUTINE 9), each a Redis list of its own, the
+# urgent one read first: the tasks a dead worker had taken, sent again, and the sweeper that sends
+# them go ahead of the backlog.
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {"ack_emulation": False, "priority_steps": [0, 9]} if REDIS_URL else {"polling_interval": 0.01}
+)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -194,7 +199,9 @@ CELERY_BEAT_SCHEDULE = {
     "resume-stalled-runs": {
         "task": "verification.tasks.sweep",
         "schedule": SWEEP_INTERVAL,
-        # No expiry: behind a backlog a sweep still runs, late (a sweep that finds nothing is cheap).
+        # Ahead of any backlog (worker/base.URGENT): it sends again what a dead worker had taken.
+        # No expiry: a sweep that finds nothing is cheap.
+        "options": {"priority": 0},
     },
     "delete-old-runs": {"task": "verification.tasks.delete_old_runs", "schedule": 24 * 3600},
 }

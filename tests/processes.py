@@ -83,11 +83,12 @@ class Processes:
         self.running.append(process)
         return process
 
-    def worker(self, name: str = "worker", loglevel: str = "WARNING", **env) -> subprocess.Popen:
+    def worker(self, name: str = "worker", loglevel: str = "WARNING", concurrency: int = 8, **env) -> subprocess.Popen:
         """A `celery worker`, returned once it beats (see `until_beating`)."""
         worker = self.start(
             name,
-            *("-m", "celery", "-A", "factsite", "worker", "--pool=threads", "--concurrency=8", f"--hostname={name}@%h"),
+            *("-m", "celery", "-A", "factsite", "worker", "--pool=threads", f"--concurrency={concurrency}"),
+            f"--hostname={name}@%h",
             *("--without-gossip", "--without-mingle", "--without-heartbeat", f"--loglevel={loglevel}"),
             **env,
         )

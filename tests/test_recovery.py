@@ -39,6 +39,7 @@ from verification.models import (
     Source,
     Status,
     Verification,
+    WorkerProcess,
 )
 from verification.pipeline.types import ClaimDraft
 from verification.worker import base, categorize, heartbeat
@@ -177,6 +178,64 @@ def test_runs_finish_after_their_worker_is_killed_mid_run_and_another_starts(wor
         result = requests.get(f"{web}/api/verifications/{verification_id}", timeout=10).json()
         assert [s["status"] for s in result["sentences"]] == ["done"] * 4
         assert [p["step"] for p in result["problems"]] == ["fetch"]  # the sample world's 403 page
+
+
+# The backlog's runs: one sentence each, none the same (the cache would answer a repeated one).
+BACKLOG = [
+    "The Eiffel Tower is 330 metres tall.",
+    "The Eiffel Tower is made of steel.",
+    "Gustave Eiffel's company designed and built the tower.",
+    "Visitors climbed the Eiffel Tower in record numbers this year.",
+    "The Eiffel Tower is in Paris, France.",
+]
+
+
+def test_a_task_lost_with_its_worker_is_sent_again_at_once_ahead_of_the_backlog(world, processes, broker):
+    """Issue 38 (recovery): a worker killed while it ran a run's only task, with other runs
+    queued behind. The lost task used to be sent again by a sweep that waited behind the backlog
+    (and for the dead worker's beats to be missed), to the back of the queue: its run ended after
+    all the others. The worker started again sends it at once, ahead of the backlog: it is the
+    first step the new worker takes, and its run ends before the backlog's last."""
+    world.llm.held_words = (SLOW,)
+    # One task at a time: the held task keeps the backlog queued, and the order is the queue's.
+    on_redis = {"REDIS_URL": broker, "SWEEP_INTERVAL": "2"}
+    web = processes.gunicorn(free_port(), **on_redis)
+    worker = processes.worker(concurrency=1, **on_redis)
+    processes.beat(**on_redis)
+    lost = submit(web, "The Eiffel Tower was completed in 1889.")
+    mine = WorkerProcess.objects.filter(name__contains=f":{worker.pid}:")
+
+    def taken() -> bool:
+        return any(name.endswith("sentences_decompose") for name, _ in mine.get().tasks)
+
+    wait_until(lambda: world.llm.held == 1 and taken(), READY_WITHIN_S, lambda: f"held\n{processes.tail()}")
+    backlog = [submit(web, text) for text in BACKLOG]
+
+    processes.kill(worker)
+    world.llm.release()
+    processes.worker("worker2", loglevel="INFO", concurrency=1, **on_redis)
+    wait_until(
+        lambda: " ready." in processes.log("worker2"), READY_WITHIN_S, lambda: f"worker2 ready\n{processes.tail()}"
+    )
+    ready = timezone.now()
+    ids = [lost, *backlog]
+    wait_until(lambda: all_ended(ids), 60, lambda: f"every run ended: {snapshot(ids)}\n{processes.tail()}")
+
+    assert_ended_with_reasons(ids)
+    finished = dict(Verification.objects.filter(pk__in=ids).values_list("pk", "finished_at"))
+    after = {str(pk): (at - ready).total_seconds() for pk, at in finished.items()}
+    ended = f"the lost task's run ended {after[lost]:.1f} s after the new worker was ready, the backlog's in " + (
+        ", ".join(f"{after[pk]:.1f}" for pk in backlog) + " s"
+    )
+    print(ended)
+    steps = [
+        line.split("verification.tasks.")[1].split("[")[0]
+        for line in processes.log("worker2").splitlines()
+        if " received" in line and "verification.tasks." in line
+    ]
+    assert [step for step in steps if step != "sweep"][0] == "sentences_decompose", (steps[:10], ended)
+    assert after[lost] < max(after[pk] for pk in backlog), ended
+    assert Verification.objects.get(pk=lost).resumes == 0  # sent again, not resumed whole
 
 
 # --- 2. a Redis restart
@@ -408,12 +467,15 @@ class Inline:
 
     def __init__(self) -> None:
         self.queue: list = []
+        self.urgent: list = []  # the tasks sent ahead of the queue
         self.ran: Counter[str] = Counter()  # tasks run, by name
 
-    def send(self, task, *args, countdown: float = 0) -> None:
+    def send(self, task, *args, countdown: float = 0, urgent: bool = False) -> None:
         if isinstance(task, str):  # the steps send each other by name (worker/base.send)
             task = celery_app.tasks[base.TASK_PREFIX + task]
         self.queue.append((task, args))  # queued in order: the countdown is not waited for
+        if urgent:
+            self.urgent.append((task.name, list(args)))
 
     def run_all(self) -> None:
         while self.queue:
@@ -842,11 +904,49 @@ def test_the_tasks_a_dead_worker_had_taken_are_sent_again_though_its_runs_look_a
     resume.sweep()
 
     assert [(task.name, list(args)) for task, args in inline.queue] == lost
+    assert inline.urgent == lost  # ahead of the backlog
     inline.run_all()
     assert run_states([verification.pk])[str(verification.pk)] == Status.DONE
     resume.sweep()
     assert not inline.queue  # sent once
     assert WorkerProcess.objects.get(name="dead").tasks == []
+
+
+@pytest.mark.django_db
+def test_a_worker_sends_at_once_what_a_worker_that_ended_on_its_machine_had_taken(world, inline, monkeypatch):
+    """Issue 38: a worker started again after a `kill -9` sends the tasks its predecessor had
+    taken as soon as it is ready, though the dead one's last beat is recent: it ran on this
+    machine (host name and pid namespace) and its pid is gone. A live one's are left alone."""
+    from verification.models import WorkerProcess
+    from verification.worker import resume
+
+    verification = inline.start(ONE_SENTENCE)
+    inline.queue.clear()
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    here, _, token = heartbeat.process_name().split(":")
+    namespace = token.partition(".")[0]
+    now = timezone.now()
+    lost = [[base.TASK_PREFIX + "verification_start", [str(verification.pk)]]]
+    for name in (
+        f"{here}:{ended.pid}:{namespace}.dead",
+        f"{here}:{os.getpid()}:{namespace}.gone",
+        heartbeat.process_name(),
+    ):
+        WorkerProcess.objects.create(name=name, kind="celery", started_at=now, beat_at=now, tasks=lost)
+    elsewhere = f"another-host:{ended.pid}:{namespace}.away"
+    WorkerProcess.objects.create(name=elsewhere, kind="celery", started_at=now, beat_at=now, tasks=lost)
+
+    monkeypatch.setattr(resume, "close_old_connections", lambda: None)  # the test's transaction
+    resume._send_orphaned_tasks_when_ready()
+
+    assert (
+        inline.urgent == [tuple(task) for task in lost] * 2
+    )  # the dead pid's, and the one whose pid this process has now
+    assert set(WorkerProcess.objects.exclude(tasks=[]).values_list("name", flat=True)) == {
+        heartbeat.process_name(),
+        elsewhere,
+    }
 
 
 @pytest.mark.django_db(transaction=True)

@@ -112,6 +112,7 @@ from verification.services.workers import (
     worker_process_gone,
     worker_processes_alive,
     worker_processes_forget,
+    worker_processes_holding_tasks,
     worker_tasks_orphaned,
 )
 
@@ -201,4 +202,5 @@ __all__ = [
     "worker_process_gone",
     "worker_processes_alive",
     "worker_processes_forget",
+    "worker_processes_holding_tasks",
 ]

@@ -1,8 +1,9 @@
 """The rows of the processes that run tasks: their beats, who is alive."""
 
+from collections.abc import Iterable
 from datetime import timedelta
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from verification.models import (
@@ -38,10 +39,22 @@ def worker_process_gone(name: str, *, gone_after: timedelta = timedelta(seconds=
     return WorkerProcess.objects.filter(name=name, beat_at__lt=timezone.now() - gone_after).exists()
 
 
-def worker_tasks_orphaned(*, gone_after: timedelta = timedelta(seconds=GONE_AFTER_S)) -> list[tuple[str, list]]:
-    """The tasks that `celery worker` processes which stopped beating had taken and not finished,
-    each process's taken by one caller only (the sweeper that sends them again)."""
-    gone = WorkerProcess.objects.filter(kind=WorkerProcess.Kind.CELERY, beat_at__lt=timezone.now() - gone_after)
+def worker_processes_holding_tasks() -> list[str]:
+    """The names of the `celery worker` processes that had taken tasks at their last beat."""
+    return list(
+        WorkerProcess.objects.filter(kind=WorkerProcess.Kind.CELERY).exclude(tasks=[]).values_list("name", flat=True)
+    )
+
+
+def worker_tasks_orphaned(
+    *, gone_after: timedelta = timedelta(seconds=GONE_AFTER_S), ended: Iterable[str] = ()
+) -> list[tuple[str, list]]:
+    """The tasks that `celery worker` processes which stopped beating, or are known to have ended
+    (`ended`, names), had taken and not finished, each process's taken by one caller only (the
+    one that sends them again)."""
+    gone = WorkerProcess.objects.filter(kind=WorkerProcess.Kind.CELERY).filter(
+        Q(beat_at__lt=timezone.now() - gone_after) | Q(name__in=list(ended))
+    )
     orphaned = []
     for process in gone.exclude(tasks=[]):
         if WorkerProcess.objects.filter(name=process.name, beat_at=process.beat_at).exclude(tasks=[]).update(tasks=[]):

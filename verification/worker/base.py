@@ -110,14 +110,24 @@ def task(function):
     return app.task(function, name=TASK_PREFIX + function.__name__, ignore_result=True)
 
 
-def send(task_name: str, *args, countdown: float | None = None) -> None:
+# Message priorities on Redis (settings.CELERY_BROKER_TRANSPORT_OPTIONS' priority_steps): kombu
+# keeps a list per step and a worker takes from the lowest-numbered non-empty one first. Every
+# step is ROUTINE; a task lost with its worker, and the sweeper that sends it again, are URGENT,
+# ahead of whatever backlog the queue holds. (The memory broker of the embedded worker ignores them.)
+URGENT, ROUTINE = 0, 9
+
+
+def send(task_name: str, *args, countdown: float | None = None, urgent: bool = False) -> None:
     """Enqueue the task `verification.tasks.<task_name>` after the current transaction commits
-    (to run `countdown` seconds later). A broker that cannot take the message (Redis
-    restarting) loses nothing: the item's row stays unfinished and the sweeper sends it again."""
+    (to run `countdown` seconds later; `urgent`: ahead of the queued tasks). A broker that cannot
+    take the message (Redis restarting) loses nothing: the item's row stays unfinished and the
+    sweeper sends it again."""
     try:
         # A signature by name: this process need not have imported the task's module (it is
         # sent as a plain message then).
-        signature = app.signature(TASK_PREFIX + task_name, args=args, countdown=countdown)
+        signature = app.signature(
+            TASK_PREFIX + task_name, args=args, countdown=countdown, priority=URGENT if urgent else ROUTINE
+        )
         transaction.on_commit(signature.apply_async)
     except BrokerError as error:
         logger.warning("could not enqueue %s%r (%s); the sweeper will resume it", task_name, args, error)

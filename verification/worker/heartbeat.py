@@ -37,11 +37,42 @@ _name: tuple[int, str] | None = None  # (pid, name): a forked child gets a name 
 
 
 def process_name() -> str:
-    """This process's name as a run's owner: host, pid and a random part (pids are reused)."""
+    """This process's name as a run's owner: host, pid and a random part (pids are reused),
+    which starts with the pid namespace's number (see `ended_here`)."""
     global _name
     if _name is None or _name[0] != os.getpid():
-        _name = (os.getpid(), f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}")
+        _name = (os.getpid(), f"{socket.gethostname()}:{os.getpid()}:{_pid_namespace()}.{secrets.token_hex(4)}")
     return _name[1]
+
+
+def ended_here(name: str) -> bool:
+    """Whether the process of this name (`process_name`) ran on this machine and has ended: the
+    same host and pid namespace, and its pid runs nothing or is this process's. A process killed
+    outright is known gone so at once, on its machine, while elsewhere only its missed beats tell
+    (GONE_AFTER_S). A pid another process took since is taken for alive."""
+    host, _, rest = name.partition(":")
+    pid, _, token = rest.partition(":")
+    namespace = _pid_namespace()
+    if host != socket.gethostname() or not namespace or token.partition(".")[0] != namespace or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return name != process_name()
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # another user's process
+        return False
+    return False
+
+
+def _pid_namespace() -> str:
+    """The number of this process's pid namespace (a container has its own), "" where there is
+    none to read: two containers may share a host name, never a pid namespace."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return ""
 
 
 @contextmanager

@@ -5,7 +5,9 @@ verification/tasks.py for when), and deletes runs past their retention."""
 import logging
 from datetime import timedelta
 
+from celery.signals import worker_ready
 from django.conf import settings
+from django.db import close_old_connections
 from django.utils import timezone
 
 from factsite.celery import app
@@ -73,14 +75,31 @@ BACKLOG_PATIENCE = 5
 
 
 def _send_orphaned_tasks(gone_after: timedelta) -> None:
-    """The tasks a `celery worker` that stopped beating had taken are sent again at once, backlog
-    or not: they left the queue with it, and nothing else would run them before its runs went
-    quiet. Only those: the run's other tasks are queued or running elsewhere, and every step
-    skips what is finished, so a task that had done its work before the process died is a no-op."""
-    for process, tasks in services.worker_tasks_orphaned(gone_after=gone_after):
+    """The tasks a `celery worker` that stopped beating (or that ended on this machine:
+    heartbeat.ended_here) had taken are sent again at once, ahead of the backlog: they left the
+    queue with it, and nothing else would run them before its runs went quiet. Only those: the
+    run's other tasks are queued or running elsewhere, and every step skips what is finished, so
+    a task that had done its work before the process died is a no-op. Run by every sweep, and by
+    a `celery worker` as soon as it is ready (below)."""
+    ended = [name for name in services.worker_processes_holding_tasks() if heartbeat.ended_here(name)]
+    for process, tasks in services.worker_tasks_orphaned(gone_after=gone_after, ended=ended):
         logger.warning("sending again the %d tasks %s had taken when it stopped beating", len(tasks), process)
         for name, args in tasks:
-            base.send(name.removeprefix(base.TASK_PREFIX), *args)
+            base.send(name.removeprefix(base.TASK_PREFIX), *args, urgent=True)
+
+
+@worker_ready.connect
+def _send_orphaned_tasks_when_ready(**_) -> None:
+    """A `celery worker` started again after its predecessor was killed sends what that one had
+    taken at once, without waiting for its beats to be missed or for a sweep."""
+    if settings.CELERY_EMBEDDED_WORKER:  # its tasks were in its own memory, none on the broker
+        return
+    try:
+        _send_orphaned_tasks(timedelta(seconds=heartbeat.GONE_AFTER_S))
+    except Exception:  # a busy database: the sweeps try again
+        logger.warning("sending again the tasks of workers that ended failed", exc_info=True)
+    finally:
+        close_old_connections()
 
 
 def _queued_messages() -> int:
