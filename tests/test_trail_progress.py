@@ -79,6 +79,10 @@ def test_a_trail_runs_progress_counts_rounds_and_texts_and_its_bar_moves_with_th
     assert "final text split into claims 3/3 sentences" in page
     assert f'value="{progress["percent"]}"' in page
     assert "claims searched" not in page and "pages read" not in page
+    # The API says it in the same terms: the trail's endpoint, and the run endpoint beside its web counts.
+    assert client.get(f"/api/trails/{run_id}").json()["progress"] == progress
+    api = client.get(f"/api/verifications/{run_id}").json()["progress"]
+    assert api["trail"] == progress and api["percent"] == progress["percent"]
 
     held_src_a.release()
     assert wait_for(client, run_id)["status"] == "done"

@@ -310,6 +310,7 @@ def test_a_failed_round_verdict_fails_its_claim_with_the_reason_and_the_run_stil
     assert result["status"] == "done"
     opened = by_text(result)["The Eiffel Tower opened in Paris in 1889."]
     assert opened["status"] == "failed" and opened["error"].startswith("the verdict failed:")
+    assert opened["verdict_label"] == "not checked: it failed"  # not "being checked": it never will be
     assert "HTTP 500" in opened["error"]
     # A claim no text supports has no verdict to ask for: it still ends with its entry step.
     aquarium = by_text(result)["The tower hosts a famous underwater aquarium."]

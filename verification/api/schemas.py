@@ -169,6 +169,18 @@ class JudgementProgress(Schema):
     made: Count
 
 
+class TrailProgress(Schema):
+    """A trail run's progress in its own terms (selectors/trail_progress.py)."""
+
+    kind: Literal["trail"]
+    percent: int = Field(ge=0, le=100)
+    sentences: dict[str, int] = Field(description="`total`, and `split` into claims")
+    claims: dict[str, int] = Field(description="`total`, and `ended`: traced to the end of their trail")
+    rounds: dict[str, int] = Field(description="`total` opened, and `judged`")
+    texts: dict[str, int] = Field(description="`total` texts to read (one per claim, text and round), and `read`")
+    documents: dict[str, int] = Field(description="texts given as web addresses: `total`, and `read`")
+
+
 class Progress(Schema):
     percent: int = Field(ge=0, le=100, description="never goes back while the run goes on; 100 once finished")
     starting: bool = Field(
@@ -179,6 +191,9 @@ class Progress(Schema):
     claims: ClaimProgress
     pages: PageProgress
     judgements: JudgementProgress
+    trail: TrailProgress | None = Field(
+        None, description="a trail run's progress in rounds and texts read; its `percent` is the run's"
+    )
 
 
 class Usage(Schema):

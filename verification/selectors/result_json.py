@@ -31,7 +31,19 @@ from verification.selectors.records import (
     verification_scores,
     with_search_provider,
 )
+from verification.selectors.trail_progress import trail_progress
+from verification.selectors.trail_result import is_trail
 from verification.selectors.viewstate import ViewState
+
+
+def _progress(verification: Verification) -> dict:
+    """A trail run's progress also in its own terms (rounds judged, texts read), and its bar's
+    percent from them: it searches no web, so the web run's counts stay at 0 (issue 38.8)."""
+    progress = verification_progress(verification)
+    if not is_trail(verification):
+        return progress
+    trail = trail_progress(verification)
+    return {**progress, "percent": trail["percent"], "trail": trail}
 
 
 def verification_result(verification: Verification, state: ViewState | None = None) -> dict:
@@ -80,7 +92,7 @@ def verification_result(verification: Verification, state: ViewState | None = No
         "retryable": retryable(verification),
         "working_seconds": services.working_seconds(verification),
         "resumes": verification.resumes,
-        "progress": verification_progress(verification),
+        "progress": _progress(verification),
         "usage": {
             "llm_calls": verification.llm_calls,
             "prompt_tokens": verification.prompt_tokens,

@@ -30,10 +30,22 @@ from verification.scoring import (
     trail_score,
 )
 from verification.selectors.records import permalink
+from verification.selectors.trail_progress import trail_progress
 
 # What a claim or sentence that its run's cancel left unreached is: it was not checked and never
 # will be (not "being checked"), and it counts in no score.
 CANCELLED = "cancelled"
+
+
+# A claim whose trail failed (its error says why): it has no verdict, and is not being checked.
+FAILED_NOTE = "not checked: it failed"
+
+
+def _unfinished_label(status: str) -> str:
+    """What a claim without a verdict is, in words."""
+    if status == CANCELLED:
+        return CANCELLED_NOTE
+    return FAILED_NOTE if status == ClaimStatus.FAILED else "being checked"
 
 
 def is_trail(verification: Verification) -> bool:
@@ -70,6 +82,7 @@ def trail_result(verification: Verification, *, with_texts: bool) -> dict:
         "created_at": verification.created_at.isoformat(),
         "finished_at": verification.finished_at.isoformat() if verification.finished_at else None,
         "settings": {"model": verification.settings.get("model"), "q": verification.settings.get("trail_q")},
+        "progress": trail_progress(verification),
         "usage": {
             "llm_calls": verification.llm_calls,
             "llm_cached": verification.llm_cached,
@@ -149,9 +162,7 @@ def _claim(claim: Claim, rounds: list[dict], step_of: dict[str, str], *, cancell
         "status": status,
         "error": claim.error,
         "verdict": verdict,
-        "verdict_label": TRAIL_VERDICT_LABELS.get(
-            verdict or "", CANCELLED_NOTE if status == CANCELLED else "being checked"
-        ),
+        "verdict_label": TRAIL_VERDICT_LABELS.get(verdict or "") or _unfinished_label(status),
         "reasoning": result.get("reasoning", ""),
         "stop": result.get("stop"),
         "entered": entered if verdict in UNSUPPORTED else None,

@@ -8,7 +8,6 @@ import io
 
 from django.template.loader import render_to_string
 
-from verification.models import ClaimStatus
 from verification.scoring import TRAIL_STATUS_WORDS, trail_verdict_words
 from verification.web.reports import FORMULA_STARTS, markdown_text
 
@@ -38,8 +37,7 @@ def _with_marks(claim: dict) -> dict:
         }
         for one in claim["rounds"]
     ]
-    said = claim["verdict_label"] if claim["verdict"] or claim["status"] != ClaimStatus.FAILED else "failed"
-    return {**claim, "rounds": rounds, "verdict_words": said}
+    return {**claim, "rounds": rounds, "verdict_words": claim["verdict_label"]}
 
 
 def _facts(result: dict) -> str:

@@ -18,7 +18,6 @@ from verification.models import FINISHED, Status, Verification
 from verification.scoring import NOT_CHECKED, OUTCOME_ICONS, TRAIL_VERDICT_LABELS, TRAIL_VERDICTS, band, trail_score
 from verification.selectors.result_json import retryable
 from verification.selectors.result_page import passage_parts, result_legend
-from verification.selectors.trail_progress import trail_progress
 from verification.selectors.trail_result import CANCELLED, is_trail, trail_node_text, trail_result
 from verification.web.trail_form import plain_number
 
@@ -67,7 +66,7 @@ def trail_page(request: HttpRequest, verification: Verification) -> HttpResponse
         "legend": _legend(),
         "text_parts": _text_parts(verification.text, result, selected),
         "claim_groups": _claim_groups(result, selected),
-        "progress": None if finished else trail_progress(verification),
+        "progress": None if finished else result["progress"],
         "problems": _problems(result),
         "selected": selected,
         "trail": claim_trail(result, selected) if selected else None,
