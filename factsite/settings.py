@@ -331,6 +331,9 @@ MAX_CLAIMS_PER_RUN = env.int("MAX_CLAIMS_PER_RUN", default=60)
 # The user's own documents (URLs and uploads) one run may take, and the size of one upload.
 MAX_DOCUMENTS = env.int("MAX_DOCUMENTS", default=10)
 MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=10 * 2**20)
+# Distinct addresses a text's own citations may have read per run (issue 34), first cited first;
+# the citations of the others are marked as not read, with this limit named. 0: no limit.
+MAX_CITED_SOURCES = env.int("MAX_CITED_SOURCES", default=20)
 
 
 # --- HTTPS and security headers (docs/deploying.md). Off by default, so `runserver` and

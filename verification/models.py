@@ -43,6 +43,8 @@ class SourceType(models.TextChoices):
 class Origin(models.TextChoices):
     WEB = "web", "web search"
     DOCUMENT = "document", "your document"
+    # An address the text itself cites (issue 34): read for the claims of the sentences citing it.
+    CITED = "cited", "cited by the text"
 
 
 class Verdict(models.TextChoices):
@@ -316,6 +318,37 @@ class Evidence(models.Model):
 
     def __str__(self) -> str:
         return f"evidence {self.pk} for claim {self.claim_id}: {self.verdict or self.status}"
+
+
+class Citation(models.Model):
+    """One source a marker of the text cites (pipeline/citations.py), in the order of the text: where
+    the marker stands in the original, what it points to, and the source read for it. Its outcome is
+    derived from its source's state and the verdicts on it (scoring/citations.py), never stored."""
+
+    verification = models.ForeignKey(Verification, on_delete=models.CASCADE, related_name="citations")
+    index = models.PositiveIntegerField()
+    # None when the text has no sentence for it to go with.
+    sentence = models.ForeignKey(Sentence, null=True, blank=True, on_delete=models.CASCADE, related_name="citations")
+    marker = models.TextField()  # as written: "[1]", "([nytimes.com](https://…))", "[Data: Reports (2, 7)]"
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    points_to = models.CharField(max_length=16)  # citation_markers.Points: url, doi, reference, graphrag, name
+    label = models.CharField(max_length=200, blank=True)
+    url = models.TextField(blank=True)  # "" when it gives no address (a name, a GraphRAG record)
+    title = models.TextField(blank=True)
+    # Why the marker points nowhere ("" when it resolves).
+    unresolved = models.TextField(blank=True)
+    # Why its address is not read though it resolves (over MAX_CITED_SOURCES); "" otherwise.
+    left_out = models.TextField(blank=True)
+    # The run's Source for its address, once a claim of its sentence took it to read.
+    source = models.ForeignKey("Source", null=True, blank=True, on_delete=models.SET_NULL, related_name="citations")
+
+    class Meta:
+        ordering = ["verification_id", "index"]
+        constraints = [models.UniqueConstraint(fields=["verification", "index"], name="citation_unique_index")]
+
+    def __str__(self) -> str:
+        return f"citation {self.index} {self.marker[:40]}"
 
 
 class Upload(models.Model):

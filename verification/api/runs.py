@@ -35,7 +35,7 @@ from verification.api.steps import steps
 from verification.api.strict import StrictIn
 from verification.api.trails import trails
 from verification.clients import providers
-from verification.inputs.forms import VerificationForm
+from verification.inputs.forms import CITATION_MODES, VerificationForm, searches_web
 from verification.models import FINISHED, Verification
 from verification.models import Status as RunState
 from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
@@ -115,6 +115,12 @@ class RunSettingsIn(StrictIn):
         "from_model_knowledge and left out of the scores unless asked for (model_knowledge=1). A server without "
         "logprobs has every claim searched. Web evidence only: refused (400) with evidence documents or both.",
     )
+    citations: Literal[tuple(mode for mode, _ in CITATION_MODES)] | None = Field(
+        None,
+        description="The text's own citations (markers such as [1], footnotes, inline links, DOIs, a Sources list) "
+        "are always read and judged for the claims of the sentences that cite them. also_search (the default): the "
+        "web is searched as well; only: no web search, each claim is checked against what its sentence cites.",
+    )
 
 
 class SourceIn(StrictIn):
@@ -192,9 +198,7 @@ def verification_create(request: HttpRequest):
         detail = " ".join(f"{field}: {' '.join(messages)}" for field, messages in errors.items())
         return Status(400, {"detail": detail, "errors": errors})
     run_settings = form.run_settings()
-    problems = providers.configuration_problems(
-        run_settings["model"], web_search=run_settings["evidence"] != "documents"
-    )
+    problems = providers.configuration_problems(run_settings["model"], web_search=searches_web(run_settings))
     if problems:
         return Status(503, {"detail": " ".join(problems)})
     client = limits.request_client(request)

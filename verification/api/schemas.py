@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from ninja import Field, Schema
 
 from verification.inputs.documents import EVIDENCE_MODES
+from verification.inputs.forms import CITATION_MODES
 from verification.models import ClaimStatus, SourceType, Status, Verdict
 from verification.scoring import NO_CLAIM, NOT_CHECKED, OUTCOMES, PENDING, SCORE_RULES
 from verification.selectors import PROBLEM_STEPS
@@ -30,6 +31,7 @@ SPENDING_ERRORS = {429: Error}
 
 ScoreRule = Literal[tuple(SCORE_RULES)]
 EvidenceMode = Literal[tuple(mode for mode, _ in EVIDENCE_MODES)]
+CitationMode = Literal[tuple(mode for mode, _ in CITATION_MODES)]
 # What a run's result says its evidence was: a mode a run can be asked for, or "trail" (a run
 # started by POST /api/trails, the trail form or `verify --trail`, checked down its trail).
 RunEvidence = Literal[(*(mode for mode, _ in EVIDENCE_MODES), "trail")]
@@ -91,6 +93,11 @@ class RunSettings(Schema):
     )
     evidence_switched_from: EvidenceMode = Field(
         None, description="the mode asked for when documents came with “web”: the run read them too (“both”)"
+    )
+    citations: CitationMode = Field(
+        None,
+        description="what the run did besides reading what the text's own citations cite: also_search, the web "
+        "searched as well; only, no web search (absent for runs from before citations were read)",
     )
     blocked_domains: list[str] = Field(None, description="this run's own block list (subdomains included)")
     server_blocked_domains: list[str] = Field(None, description="BLOCKED_DOMAINS when the run was created")

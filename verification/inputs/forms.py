@@ -6,7 +6,8 @@ from django.conf import settings
 from verification.clients import providers
 from verification.inputs import documents, domain_lists
 from verification.inputs.documents import EVIDENCE_MODES, EVIDENCE_SWITCHED_FROM, DocumentDraft, looks_binary
-from verification.pipeline import segment
+from verification.pipeline import cited_segments
+from verification.pipeline.citations import read_citations
 from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
 from verification.pipeline.types import SegmentedSentence
 
@@ -17,6 +18,7 @@ DEFAULT_SETTINGS = {
     "context_size": 1,
     "evidence": "web",
     "quick": False,
+    "citations": "also_search",
 }
 # In a run's settings: SECOND_SEARCH_BELOW as it was when the run was created (worker/joins.py).
 SECOND_SEARCH_BELOW = "second_search_below"
@@ -35,6 +37,24 @@ def quick_mode(run_settings: dict) -> bool:
     those it is sure of: asked for, and only ever with web evidence (documents and trails are
     checked against what they were given, never against the model's memory)."""
     return bool(run_settings.get("quick")) and run_settings.get("evidence", "web") == "web"
+
+
+# What a run does with the text's own citations (issue 34): it always reads what each sentence cites,
+# and searches the web as well, or not at all.
+CITATION_MODES = [
+    ("also_search", "Read what the text cites, and search the web as well"),
+    ("only", "Cited sources only: read what the text cites, no web search"),
+]
+
+
+def cited_only(run_settings: dict) -> bool:
+    """Whether a run reads only what its text cites, and searches nothing."""
+    return run_settings.get("citations") == "only"
+
+
+def searches_web(run_settings: dict) -> bool:
+    """Whether a run needs a search provider: not with documents only, nor with cited sources only."""
+    return run_settings.get("evidence", "web") != "documents" and not cited_only(run_settings)
 
 
 RETRIEVAL_MODES = [
@@ -105,6 +125,9 @@ class VerificationForm(forms.Form):
         "knowledge, not checked against any source, left out of the score unless you count it in. "
         "Web evidence only.",
     )
+    citations = forms.ChoiceField(
+        choices=CITATION_MODES, required=False, widget=forms.RadioSelect, label="The text's own citations"
+    )
     sources = forms.CharField(
         required=False,
         label="Your documents: web addresses",
@@ -153,7 +176,8 @@ class VerificationForm(forms.Form):
         # Split as the run will split it: what is refused here is exactly what the run would
         # have found no sentence in (it would start, then fail).
         # Kept for the run (services.verification_create), so the text is split once.
-        self.segments = segment.segment(text)
+        # Split without the text's own citation markers and reference lists (issue 34).
+        self.segments = cited_segments.segment_cited(read_citations(text))
         sentences = len(self.segments)
         if not sentences:
             raise forms.ValidationError(

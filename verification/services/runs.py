@@ -3,6 +3,7 @@
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
+from django.conf import settings as django_settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -19,8 +20,10 @@ from verification.models import (
     Verification,
     WorkerProcess,
 )
-from verification.pipeline import segment
+from verification.pipeline import cited_segments
+from verification.pipeline.citations import read_citations
 from verification.pipeline.types import LLMUsage, SegmentedSentence
+from verification.services.citations import citations_save
 from verification.services.documents import documents_save
 from verification.services.rows import sentences_save, transition
 from verification.services.workers import worker_processes_alive
@@ -43,7 +46,19 @@ def verification_create(
     verification = Verification.objects.create(
         text=text, settings=settings, edited_from=edited_from, client=client, creator=creator
     )
-    sentences_save(verification=verification, segments=segment.segment(text) if segments is None else segments)
+    # The text's own citations (issue 34): its sentences are split without them (the form split it
+    # so too: cited_segments), and each citation is saved with its sentence.
+    cited = read_citations(text)
+    segments = cited_segments.segment_cited(cited) if segments is None else segments
+    sentences = sentences_save(verification=verification, segments=segments)
+    if cited.citations:
+        citations_save(
+            verification=verification,
+            cited=cited,
+            sentence_of=cited_segments.sentence_of_citations(cited, segments),
+            sentences=sentences,
+            cap=django_settings.MAX_CITED_SOURCES,
+        )
     documents_save(verification=verification, drafts=documents)
     return verification
 

@@ -16,7 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 from verification import selectors, services
 from verification.access import limits, ownership
 from verification.clients import providers
-from verification.inputs.forms import DEFAULT_SETTINGS, VerificationForm
+from verification.inputs.forms import DEFAULT_SETTINGS, VerificationForm, searches_web
 from verification.models import Verification
 from verification.selectors.trail_result import is_trail, trail_result
 from verification.selectors.viewstate import ViewState
@@ -34,7 +34,7 @@ def home(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _home(request, form, edited_from, status=400)
     run_settings = form.run_settings()
-    if providers.configuration_problems(run_settings["model"], web_search=run_settings["evidence"] != "documents"):
+    if providers.configuration_problems(run_settings["model"], web_search=searches_web(run_settings)):
         # The page names the variables to set; the pasted text stays in the form.
         return _home(request, form, edited_from, status=503)
     client = limits.request_client(request)

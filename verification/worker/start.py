@@ -13,7 +13,8 @@ from verification.models import (
     Status,
     Verification,
 )
-from verification.pipeline import segment
+from verification.pipeline import cited_segments
+from verification.pipeline.citations import read_citations
 from verification.worker import base, chunks, embedded, heartbeat, trail
 
 logger = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ def verification_start(verification_id: str) -> None:
     # Split when the run was created (services.verification_create); runs created before that
     # was so are split here.
     sentences = list(verification.sentences.all()) or services.sentences_save(
-        verification=verification, segments=segment.segment(verification.text)
+        verification=verification, segments=cited_segments.segment_cited(read_citations(verification.text))
     )
     if not sentences:
         services.verification_fail(verification_id, reason="the text has no sentences to check", transient=False)

@@ -26,7 +26,7 @@ from verification import selectors, services
 from verification.access import limits
 from verification.clients import providers
 from verification.inputs.documents import EVIDENCE_MODES
-from verification.inputs.forms import VerificationForm
+from verification.inputs.forms import CITATION_MODES, VerificationForm, searches_web
 from verification.inputs.trails import TrailRefused, trail_from_json, trail_submission
 from verification.management.run_options import add_run_settings_arguments
 from verification.management.summaries import progress_counts, progress_line, summary, trail_summary
@@ -80,6 +80,12 @@ class Command(BaseCommand):
             help="quick mode: the model also labels each claim true/false from its own knowledge, and a claim it is "
             "sure of (QUICK_MIN_PROBABILITY, from logprobs) is not searched; web evidence only",
         )
+        parser.add_argument(
+            "--citations",
+            choices=[mode for mode, _ in CITATION_MODES],
+            help="also_search (default): read what the text's own citations cite and search the web as well; "
+            "only: read what they cite, no web search",
+        )
         parser.add_argument("--timeout", type=float, default=900, help="give up waiting after this many seconds")
         parser.add_argument(
             "--trail",
@@ -123,6 +129,7 @@ class Command(BaseCommand):
                 "context_size": options["context"],
                 "evidence": options["evidence"] or "",
                 "quick": options["quick"],
+                "citations": options["citations"] or "",
                 "sources": "\n".join(source for source in options["sources"] if _is_web_address(source)),
             },
             files=MultiValueDict({"files": [_read_document(s) for s in options["sources"] if not _is_web_address(s)]}),
@@ -133,7 +140,7 @@ class Command(BaseCommand):
                 returncode=REFUSED if form.has_error("text", code="budget") else 1,
             )
         run_settings = form.run_settings()
-        _check_configuration(run_settings["model"], web_search=run_settings["evidence"] != "documents")
+        _check_configuration(run_settings["model"], web_search=searches_web(run_settings))
         # A fresh clone has no tables yet; once they exist this changes nothing.
         call_command("migrate", verbosity=0, interactive=False)
         client = limits.client_key(limits.CLI_ADDRESS)
