@@ -5,6 +5,8 @@ over real HTTP on 127.0.0.1, which answers the trail's steps by what each prompt
 import copy
 import json
 import re
+import socket
+import subprocess
 import time
 from datetime import timedelta
 
@@ -17,6 +19,7 @@ from tests.fakes import FakePage, FakeSite
 from verification import tasks
 from verification.models import Claim, TrailRound, TrailSelection, Verification, WorkerProcess
 from verification.pipeline import trail_select, trail_select_many, trail_verdict_many
+from verification.worker import heartbeat
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -426,6 +429,34 @@ def test_rounds_taken_by_a_verdict_task_whose_worker_died_are_judged_by_the_task
 
     assert set(TrailRound.objects.filter(pk__in=[r.pk for r in rounds]).values_list("status", flat=True)) == {"done"}
     assert len(world.llm.requests) == calls  # the verdicts asked before were kept
+    deadline = time.monotonic() + 30
+    while Claim.objects.filter(pk__in=[r.claim_id for r in rounds], status="searching").exists():
+        assert time.monotonic() < deadline, "the claims did not go on from their judged rounds"
+        time.sleep(0.1)
+    assert verdicts_of(client.get(f"/api/trails/{run_id}").json()) == before
+
+
+def test_rounds_of_a_verdict_task_whose_worker_died_on_this_machine_are_taken_over_before_its_beats_are_missed(
+    client, world, celery_worker
+):
+    """A worker killed on this machine is known gone at once (heartbeat.ended_here): the task sent
+    again when the new worker is ready does not wait for 15 s of missed beats to judge its rounds."""
+    run_id = start(client, {"trail": trail()})
+    before = verdicts_of(wait_for(client, run_id))
+    gone = subprocess.Popen(["true"])  # its pid runs nothing once it has ended
+    gone.wait()
+    process = f"{socket.gethostname()}:{gone.pid}:{heartbeat._pid_namespace()}.0badc0de"
+    now = timezone.now()
+    WorkerProcess.objects.create(name=process, kind="celery", started_at=now, beat_at=now)  # it beat a moment ago
+    rounds = [
+        claim.trail_rounds.order_by("index").last() for claim in Claim.objects.filter(sentence__verification_id=run_id)
+    ]
+    TrailRound.objects.filter(pk__in=[r.pk for r in rounds]).update(status="running", taken_by=f"task-2 {process}")
+    Claim.objects.filter(pk__in=[r.claim_id for r in rounds]).update(status="searching")
+
+    tasks.trail_verdict(rounds[-1].pk)
+
+    assert set(TrailRound.objects.filter(pk__in=[r.pk for r in rounds]).values_list("status", flat=True)) == {"done"}
     deadline = time.monotonic() + 30
     while Claim.objects.filter(pk__in=[r.claim_id for r in rounds], status="searching").exists():
         assert time.monotonic() < deadline, "the claims did not go on from their judged rounds"

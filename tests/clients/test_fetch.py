@@ -608,6 +608,19 @@ def test_it_reports_a_server_that_cannot_be_reached():
     assert str(error.value) == "could not connect to the page's server"
 
 
+@pytest.mark.parametrize("allow_private", [True, False], ids=["private-allowed", "public-only"])
+def test_it_says_when_a_host_name_does_not_resolve(monkeypatch, allow_private):
+    # No resolver is asked: the system's resolver answers as it does for a name that does not exist.
+    def no_such_name(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_such_name)
+    with pytest.raises(StepError) as error:
+        fetcher(allow_private=allow_private).fetch("https://depot.invalid/yard")
+
+    assert str(error.value) == "the page's host name does not resolve (no such domain)"
+
+
 def test_a_page_that_stalls_mid_body_is_reported_as_too_slow(serve):
     def respond(handler):
         handler.send_response(200)

@@ -10,6 +10,7 @@ from verification.pipeline.refusals import (
     JAVASCRIPT_SHELL,
     SHELL_ERROR,
     error_page_failure,
+    page_gone,
     snippet_passage,
     stand_in_error,
     stand_in_reason,
@@ -258,3 +259,19 @@ def test_a_servers_own_error_page_is_not_a_refusal(status, html):
     """A plain 503 stays the server's failure, one a retry may change, with no snippet for it."""
     assert error_page_failure(status, html) is None
     assert unread_reason(f"the page answered HTTP {status}") is None
+
+
+@pytest.mark.parametrize(
+    ("error", "gone"),
+    [
+        ("the page answered HTTP 404", True),
+        ("the page answered HTTP 410", True),
+        ("the page's host name does not resolve (no such domain)", True),
+        ("the page answered HTTP 403", False),
+        ("the page answered HTTP 4040", False),
+        ("could not connect to the page's server", False),
+        ("the page did not answer within 10 s", False),
+    ],
+)
+def test_it_tells_a_page_that_does_not_exist(error, gone):
+    assert page_gone(error) is gone

@@ -273,4 +273,6 @@ def _connection_failure(error: requests.exceptions.ConnectionError) -> StepError
     reason = getattr(error.args[0], "reason", None) if error.args else None
     if isinstance(reason, PrivateAddressError):
         return RefusedAddress(reason.message)  # a refused address stays refused
+    if isinstance(reason, NameResolutionError):
+        return StepError(refusals.NO_SUCH_HOST, transient=True)
     return StepError("could not connect to the page's server", transient=True)

@@ -133,6 +133,18 @@ _UNREAD_REASONS = (
 )
 
 
+# How the fetcher says a page's host name has no address (no such domain): a cited page that does
+# not exist, told apart from a server that exists and does not answer.
+NO_SUCH_HOST = "the page's host name does not resolve (no such domain)"
+_GONE = re.compile(r"\bHTTP (?:404|410)\b|" + re.escape(NO_SUCH_HOST))
+
+
+def page_gone(error: str) -> bool:
+    """Whether a page's failure says it does not exist: no such host, HTTP 404 or 410 (a DOI that
+    does not resolve is answered 404 by doi.org)."""
+    return bool(_GONE.search(error))
+
+
 def unread_reason(error: str) -> str | None:
     """The short reason a page was not read ("HTTP 403", "a bot challenge", "a bot challenge, HTTP
     503", "timed out", "no text"), when its failure is one its search snippet may stand in

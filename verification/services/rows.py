@@ -30,6 +30,7 @@ from verification.pipeline.types import (
     SearchHit,
     SegmentedSentence,
 )
+from verification.services.citations import cited_results_save
 
 # In a run's settings: {claim id: {refusal: search results its domain lists left out}}.
 LEFT_OUT_KEY = "left_out_by_claim"
@@ -182,12 +183,13 @@ def search_results_save(*, claim: Claim, hits: Sequence[SearchHit], host_of, sea
 
 @transaction.atomic
 def claim_results_save(*, claim: Claim, hits: Sequence[SearchHit], host_of, documents: bool) -> list[Source]:
-    """A claim's web hits and, with `documents`, every document of its run, in one write (a
-    claim never waits for only part of its pages). Returns the sources this call takes to fetch."""
+    """A claim's web hits, with `documents` every document of its run, and every address its
+    sentence cites (issue 34: whatever the mode), in one write (a claim never waits for only part
+    of its pages). Returns the sources this call takes to fetch."""
     taken = search_results_save(claim=claim, hits=hits, host_of=host_of)
     if documents:
         taken += document_results_save(claim=claim, first_rank=len(hits) + 1)
-    return taken
+    return taken + cited_results_save(claim=claim, host_of=host_of)
 
 
 @transaction.atomic

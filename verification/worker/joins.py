@@ -8,7 +8,7 @@ import logging
 from django.db.models import Count, Exists, OuterRef, Q
 
 from verification import services
-from verification.inputs.forms import SECOND_SEARCH_BELOW
+from verification.inputs.forms import SECOND_SEARCH_BELOW, cited_only
 from verification.models import (
     FINISHED,
     Claim,
@@ -81,7 +81,7 @@ def _search_again(claims, sentence: Sentence, *, found_nothing: bool = False) ->
     third time (services.claim_begin_second_search)."""
     run_settings = Verification.objects.values_list("settings", flat=True).get(pk=sentence.verification_id)
     below = run_settings.get(SECOND_SEARCH_BELOW, 0)  # 0 as well for runs from before it
-    if not below or run_settings.get("evidence", "web") not in ("web", "both"):
+    if not below or run_settings.get("evidence", "web") not in ("web", "both") or cited_only(run_settings):
         return set()
     unread = SearchResult.objects.filter(claim__in=claims).exclude(status__in=FINISHED).values("claim_id")
     candidates = claims.filter(status=ClaimStatus.READING, second_query="").exclude(pk__in=unread)

@@ -89,9 +89,10 @@ def _page_sentences(source: Source) -> PageSentences:
 def _refuse_stand_in(source: Source, document: FetchedDocument, page: PageSentences | None) -> None:
     """A bot challenge, or a page empty until JavaScript runs, reads as a few lines ("Just a
     moment…", the app's description) or as nothing (`page` None): not the page, and not to be
-    judged as it. Only short pages are looked at; the user's own documents are read as given."""
+    judged as it. Only short pages are looked at (a page the text cites too); the user's own
+    documents are read as given."""
     if (
-        source.origin != Origin.WEB
+        source.origin == Origin.DOCUMENT
         or is_pdf(document)
         or document.content_type not in refusals.HTML_TYPES
         or (page is not None and sum(map(len, page.sentences)) >= refusals.CHECKED_BELOW_CHARS)

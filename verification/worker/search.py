@@ -11,7 +11,7 @@ from django.db.models import Max
 from verification import services
 from verification.clients import providers
 from verification.clients.cache import cache_key, lookup, store
-from verification.inputs import domain_lists
+from verification.inputs import domain_lists, forms
 from verification.models import (
     FINISHED,
     Claim,
@@ -29,6 +29,7 @@ from verification.worker import base, categorize, joins, read
 logger = logging.getLogger(__name__)
 
 NO_PAGES = "the web search found no pages"
+NOTHING_CITED = "its sentence cites no source to read, and the run reads cited sources only"
 
 
 def _fail_claim(claim_id, *, reason: str, transient: bool = True) -> None:
@@ -60,8 +61,9 @@ def claim_search(claim_id: int) -> None:
     if claim.second_query:
         _search_again(claim)
         return
+    cited_only = forms.cited_only(claim.sentence.verification.settings)
     try:
-        hits = [] if mode == "documents" else _web_hits(claim, claim.query)
+        hits = [] if mode == "documents" or cited_only else _web_hits(claim, claim.query)
     except StepError as error:
         _fail_claim(claim.pk, reason=f"web search failed: {error}", transient=error.transient)
         return
@@ -70,7 +72,8 @@ def claim_search(claim_id: int) -> None:
         claim=claim, hits=hits, host_of=providers.host_of, documents=mode != "web"
     )
     if not claim.search_results.exists():
-        if not joins.search_again(claim) and services.claim_finish(claim_id, note=NO_PAGES):
+        note = NOTHING_CITED if cited_only else NO_PAGES
+        if not joins.search_again(claim) and services.claim_finish(claim_id, note=note):
             joins.after_claim(claim)
         return
     _read(claim, new_sources)

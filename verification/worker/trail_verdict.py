@@ -97,9 +97,10 @@ def _taker() -> str:
 
 
 def _abandoned(taker: str) -> bool:
-    """Whether a taker's rounds wait for nobody: it is this task (retried), or its process died."""
+    """Whether a taker's rounds wait for nobody: it is this task (retried), or its process died
+    (known at once on its own machine, elsewhere once it missed its beats)."""
     process = taker.partition(" ")[2]
-    return taker == _taker() or services.worker_process_gone(process)
+    return taker == _taker() or heartbeat.ended_here(process) or services.worker_process_gone(process)
 
 
 def _selections(trail_round: TrailRound) -> list[NodeSelection]:

@@ -1,0 +1,158 @@
+"""A text's own citations read on the real worker (issue 34), against fakes on 127.0.0.1: an AI
+search answer whose numbered markers point to a page that supports its sentence, one that says the
+opposite, one that says something else, one that is not there (404) and one whose host does not
+resolve. Nothing is fetched but 127.0.0.1: the unresolvable host is answered by a stand-in for the
+system's resolver (socket.getaddrinfo) that fails for `.invalid` names as a resolver does, so the
+real fetcher classifies a real NameResolutionError."""
+
+import socket
+
+import pytest
+
+from tests.fakes import FakePage, FakeSite
+from tests.test_engine import wait_for
+from verification.models import Citation, Claim, Evidence, Origin, Source
+
+DEAD = "https://depot.invalid/yard"
+
+
+@pytest.fixture
+def cited_site():
+    """The pages the answer cites, which no web search finds."""
+    site = FakeSite(
+        pages={
+            "/minutes": FakePage(
+                "Riverton council minutes",
+                "The council of Riverton approved a tram line in 2024 after a long debate.",
+                searchable=False,
+            ),
+            "/cost": FakePage(
+                "City paper: tram budget",
+                "The Riverton tram line will not cost 40 million dollars; the budget is far higher.",
+                searchable=False,
+            ),
+            "/parks": FakePage(
+                "City paper: parks",
+                "The parks department planted two hundred oak trees along the boulevard last spring.",
+                searchable=False,
+            ),
+        }
+    ).start()
+    yield site
+    site.stop()
+
+
+@pytest.fixture
+def no_such_host(monkeypatch):
+    """`.invalid` names (RFC 2606) fail to resolve without asking any resolver; others resolve as usual."""
+    resolve = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):
+        if isinstance(host, str) and host.endswith(".invalid"):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return resolve(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+def answer(site) -> str:
+    return (
+        "Riverton approved a tram line in 2024 [1]. The Riverton tram line will cost 40 million dollars [2]. "
+        "The tram line runs along the Riverton boulevard [3]. Riverton ordered twelve tram cars [4]. "
+        "The tram depot stands beside the Riverton river [5].\n\n"
+        "Sources:\n"
+        f"[1] Riverton council minutes {site.url}/minutes\n"
+        f"[2] City paper {site.url}/cost\n"
+        f"[3] City paper {site.url}/parks\n"
+        f"[4] Tram orders {site.url}/gone\n"
+        f"[5] Depot {DEAD}\n"
+    )
+
+
+def start(client, text: str, **settings) -> str:
+    body = {"text": text, "settings": {"retrieval_mode": "sparse", "top_k_passages": 1, "context_size": 0, **settings}}
+    response = client.post("/api/verifications", body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def verdicts_from(url: str) -> set[str]:
+    return set(Evidence.objects.filter(source__url=url).values_list("verdict", flat=True))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_sentence_is_judged_against_what_it_cites(client, world, celery_worker, cited_site, no_such_host):
+    result = wait_for(client, start(client, answer(cited_site)))
+
+    assert result["status"] == "done", result["error"]
+    claims = list(Claim.objects.values_list("text", flat=True))
+    assert claims and not any("[" in claim or "http" in claim for claim in claims)
+    assert [s["text"] for s in result["sentences"]][0] == "Riverton approved a tram line in 2024."
+    assert len(result["sentences"]) == 5  # the Sources list is no sentence
+    assert verdicts_from(cited_site.url + "/minutes") == {"supported"}
+    assert verdicts_from(cited_site.url + "/cost") == {"not_supported"}
+    assert verdicts_from(cited_site.url + "/parks") <= {"irrelevant"}
+    gone = Source.objects.get(url=cited_site.url + "/gone")
+    dead = Source.objects.get(url=DEAD)
+    assert (gone.status, gone.error) == ("failed", "the page answered HTTP 404")
+    assert (dead.status, dead.error) == ("failed", "the page's host name does not resolve (no such domain)")
+    assert set(Source.objects.filter(citations__isnull=False).values_list("origin", flat=True)) == {Origin.CITED}
+    # Each cited page is read for the claims of the sentence citing it, not for the others.
+    minutes = Source.objects.get(url=cited_site.url + "/minutes")
+    assert {r.claim.sentence.index for r in minutes.search_results.all()} == {0}
+    assert Citation.objects.filter(source__isnull=False).count() == 5
+    # The web was searched as well (also_search, the default).
+    assert world.serper.queries
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cited_sources_only_searches_nothing_and_reads_a_page_cited_often_once(
+    client, world, celery_worker, cited_site
+):
+    text = (
+        "Riverton approved a tram line in 2024 [1]. The Riverton council approved the tram line after a debate [1]. "
+        "Riverton approved the tram line in 2024 [1]. The sky over Riverton was grey.\n\n"
+        f"Sources:\n[1] Riverton council minutes {cited_site.url}/minutes\n"
+    )
+    result = wait_for(client, start(client, text, citations="only"))
+
+    assert result["status"] == "done", result["error"]
+    assert world.serper.queries == [] and result["usage"]["searches"] == 0
+    assert cited_site.hits["/minutes"] == 1
+    assert Source.objects.filter(url=cited_site.url + "/minutes").count() == 1
+    assert "supported" in verdicts_from(cited_site.url + "/minutes")
+    # The sentence that cites nothing has nothing to be checked against.
+    last = result["sentences"][3]
+    assert all(not claim["evidence"] for claim in last["claims"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_text_without_citations_runs_as_before(client, world, celery_worker):
+    result = wait_for(client, start(client, "The Eiffel Tower is in Paris, France. It was completed in 1889."))
+
+    assert result["status"] == "done", result["error"]
+    assert [s["text"] for s in result["sentences"]] == [
+        "The Eiffel Tower is in Paris, France.",
+        "It was completed in 1889.",
+    ]
+    assert not Citation.objects.exists()
+    assert not Source.objects.filter(origin=Origin.CITED).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_markers_beyond_the_cap_are_marked_and_their_pages_not_read(client, world, celery_worker, cited_site, settings):
+    settings.MAX_CITED_SOURCES = 1
+    text = (
+        "Riverton approved a tram line in 2024 [1]. The Riverton tram line will cost 40 million dollars [2]. "
+        "Riverton ordered twelve tram cars [9].\n\n"
+        f"Sources:\n[1] Riverton council minutes {cited_site.url}/minutes\n[2] City paper {cited_site.url}/cost\n"
+    )
+    result = wait_for(client, start(client, text, citations="only"))
+
+    assert result["status"] == "done", result["error"]
+    assert [(c.marker, c.left_out) for c in Citation.objects.order_by("index")] == [
+        ("[1]", ""),
+        ("[2]", "not read: a run reads at most 1 cited address (MAX_CITED_SOURCES)"),
+        ("[9]", ""),
+    ]
+    assert cited_site.hits["/cost"] == 0
