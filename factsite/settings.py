@@ -312,6 +312,12 @@ RUN_TIMEOUT = env.int("RUN_TIMEOUT", default=1800)
 # `manage.py cleanup` deletes runs that finished more than this many days ago; 0 keeps them all.
 RUN_RETENTION_DAYS = env.int("RUN_RETENTION_DAYS", default=30)
 
+# --- MCP (docs/mcp.md). `manage.py mcp` (stdio) is one client: its owner token, which alone may
+# cancel its runs (a new one, told on standard error, when unset), and the site its permalinks
+# point to. Over HTTP (/mcp) both come from the request, as for the API.
+MCP_CLIENT_TOKEN = env.str("MCP_CLIENT_TOKEN", default="")
+MCP_SITE_URL = env.str("MCP_SITE_URL", default="http://127.0.0.1:8000")
+
 # --- Limits: what one client may ask of the server (docs/api.md, "Limits"). 0 turns a limit off.
 # Runs one client address may start per hour, counted from the runs in the database (so across
 # web processes, and with the cache down); the command line counts as one client.

@@ -21,6 +21,8 @@ from verification import selectors, services
 WINDOW = timedelta(hours=1)
 # `manage.py verify` counts as one client, whoever runs it.
 CLI_ADDRESS = "cli"
+# `manage.py mcp` (an assistant on this machine, over stdio) counts as one client too, apart from the CLI.
+MCP_STDIO_ADDRESS = "mcp-stdio"
 # `manage.py evaluate` is an operator's tool on their own machine that starts one run per text of
 # a benchmark (hundreds): its runs are stored under this client of their own and are not held to
 # RUNS_PER_HOUR, which would otherwise refuse all but the first few of them. No request can

@@ -54,16 +54,24 @@ def creator_key(token: str) -> str:
 def is_creator(request: HttpRequest, verification: Verification | None) -> bool:
     """Whether the request comes from the browser or API caller that started the run. Runs
     from before owner tokens (and CLI runs) have no creator: nobody may reuse their documents."""
-    if verification is None or not verification.creator:
+    return token_is_creator(request_token(request), verification)
+
+
+def token_is_creator(token: str | None, verification: Verification | None) -> bool:
+    """is_creator for a caller known by its token alone (an MCP client)."""
+    if verification is None or not verification.creator or token is None:
         return False
-    token = request_token(request)
-    return token is not None and hmac.compare_digest(creator_key(token), verification.creator)
+    return hmac.compare_digest(creator_key(token), verification.creator)
 
 
 def may_read_trail_texts(request: HttpRequest, verification: Verification) -> bool:
     """A trail's texts are its creator's documents. A copy that Check again made for someone who
     could not read them (`texts_withheld`) keeps them closed to its own creator too."""
-    return is_creator(request, verification) and not verification.settings.get("texts_withheld")
+    return token_may_read_trail_texts(request_token(request), verification)
+
+
+def token_may_read_trail_texts(token: str | None, verification: Verification) -> bool:
+    return token_is_creator(token, verification) and not verification.settings.get("texts_withheld")
 
 
 NOT_CREATOR = "Only the browser or API caller that started this verification can do that."
