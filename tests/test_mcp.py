@@ -198,13 +198,22 @@ def test_http_lists_the_tools_and_checks_a_text_reading_its_contradicted_claim(h
     async def session():
         async with http(http_url) as client:
             tools = {tool.name for tool in (await client.list_tools()).tools}
-            answer = answer_of(await client.call_tool("check_text", {"text": CONTRADICTED, "wait_seconds": 40}))
-            result = await client.read_resource(f"factsite://v/{answer['id']}")
-            return tools, answer, json.loads(result.contents[0].text)
+            progress = []
 
-    tools, answer, result = anyio.run(session)
+            async def on_progress(done, total, message):
+                progress.append((done, message))
+
+            checked = await client.call_tool(
+                "check_text", {"text": CONTRADICTED, "wait_seconds": 40}, progress_callback=on_progress
+            )
+            answer = answer_of(checked)
+            result = await client.read_resource(f"factsite://v/{answer['id']}")
+            return tools, answer, progress, json.loads(result.contents[0].text)
+
+    tools, answer, progress, result = anyio.run(session)
 
     assert tools == TOOLS
+    assert progress, "a waiting tool tells its progress, streamed as it waits"
     assert answer["status"] == "done"
     assert answer["permalink"] == f"{http_url.removesuffix('/mcp')}/v/{answer['id']}"
     (claim,) = flagged(answer)
@@ -279,6 +288,27 @@ def test_http_refuses_a_malformed_client_token_and_another_sites_page(http_url):
 
 
 # --- the answer's size cap
+
+
+def test_http_answers_a_sixty_claim_text_within_its_cap_flagged_sentences_first(http_url, world):
+    text = " ".join(f"The Eiffel Tower is made of steel in year {1900 + n}." for n in range(60))
+
+    async def session():
+        async with http(http_url) as client:
+            started = answer_of(await client.call_tool("check_text", {"text": text}))
+            for _ in range(6):
+                result = await client.call_tool("get_result", {"id": started["id"], "wait_seconds": 50})
+                if answer_of(result)["status"] == "done":
+                    return result.content[0].text
+            pytest.fail("the run did not end in 5 minutes")
+
+    text_answer = anyio.run(session)
+    answer = json.loads(text_answer)
+
+    assert len(text_answer) <= answers.MAX_ANSWER_CHARS
+    assert sum(sentence["claims"] for sentence in answer["sentences"]) + answer["sentences_left_out"] >= 60
+    assert all(sentence.get("flagged_claims") for sentence in answer["sentences"])
+    assert answer["permalink"] in answer["rest"]
 
 
 def test_the_answer_for_a_sixty_claim_text_stays_under_its_cap_and_points_to_the_rest():
