@@ -113,13 +113,14 @@ def test_stdio_lists_the_tools_and_checks_a_text_reading_its_contradicted_claim(
                 "check_text", {"text": CONTRADICTED, "wait_seconds": 40}, progress_callback=on_progress
             )
             answer = answer_of(checked)
-            report = await client.read_resource(f"factsite://v/{answer['id']}/report.md")
+            report = await client.read_resource(answer["report"])
             return tools, answer, progress, report
 
     tools, answer, progress, report = anyio.run(session)
 
     assert set(tools) == TOOLS
     assert tools["check_text"].input_schema["required"] == ["text"]
+    assert tools["check_trail"].input_schema["properties"]["nodes"]["items"]["required"] == ["id"]
     assert answer["status"] == "done"
     assert answer["permalink"] == f"http://factsite.test/v/{answer['id']}"
     (claim,) = flagged(answer)

@@ -13,6 +13,9 @@ from verification.scoring.trails import UNSUPPORTED
 MAX_ANSWER_CHARS = 12_000
 # Claims a model should act on: a page contradicts it, or no page read confirms it.
 FLAGGED = ("contradicted", "mixed", "unconfirmed", "no_evidence", "failed")
+# The MCP resources of a run (server.py): its whole result JSON, and its Markdown report.
+RESULT_URI = "factsite://v/{id}"
+REPORT_URI = "factsite://v/{id}/report.md"
 SENTENCE_CHARS = 300
 PASSAGE_CHARS = 500
 RATIONALE_CHARS = 300
@@ -47,6 +50,7 @@ def text_answer(result: dict, *, permalink: str) -> str:
         "permalink": permalink,
         "score": result["score"],
         "band": result["band"],
+        "report": REPORT_URI.format(id=result["id"]),
     }
     if result["error"]:
         head["error"] = result["error"]
@@ -111,6 +115,7 @@ def trail_answer(result: dict, *, permalink: str) -> str:
         "score": result["score"],
         "verdicts": result["summary"]["verdicts"],
         "entered_at": result["summary"]["entered_at"],
+        "report": REPORT_URI.format(id=result["id"]),
     }
     if result["error"]:
         head["error"] = result["error"]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from verification.inputs.documents import EVIDENCE_MODES
 from verification.mcp import answers, calls, identity
+from verification.pipeline.trail_graph import TRAIL_JSON_SCHEMA
 from verification.scoring import DEFAULT_RULE, SCORE_RULES
 
 # How long a tool waits for a run at most: under the 60 s a gunicorn sync worker gives a request
@@ -45,6 +46,7 @@ WaitSeconds = Annotated[
         "id and permalink; otherwise the answer is the result when the run ends in time, else what is done so far.",
     ),
 ]
+TRAIL_NODES_SCHEMA = {key: TRAIL_JSON_SCHEMA["properties"]["nodes"][key] for key in ("items", "minItems")}
 RunId = Annotated[str, Field(description="The run's id, as check_text or check_trail answered it.")]
 
 
@@ -129,7 +131,9 @@ async def check_trail(
         Field(
             description="The texts that made the final text: each {id, text, from: [ids of the texts it was made "
             "from]} (sources have from: []); the one no other text is made from is the final text, whose claims "
-            "are checked down the trail to the sources (docs/trails.md)."
+            "are checked down the trail to the sources (docs/trails.md).",
+            # The API's schema of a node (POST /api/trails), for the model; the trail's own checks refuse in words.
+            json_schema_extra=TRAIL_NODES_SCHEMA,
         ),
     ],
     wait_seconds: WaitSeconds = 0,
@@ -145,7 +149,8 @@ async def check_trail(
 @server.tool(annotations=ToolAnnotations(title="A run's result", read_only_hint=True))
 async def get_result(ctx: Context, id: RunId, view: ResultView | None = None, wait_seconds: WaitSeconds = 0) -> str:
     """A run's result for a model: while it runs, its progress and what is done so far; then per sentence its
-    band and score, and the contradicted or unsupported claims with their best evidence."""
+    band and score, and the contradicted or unsupported claims with their best evidence. The view applies to a
+    text's run (a trail's is scored by its verdicts)."""
     return await _answer(ctx, _who(ctx), id, wait_seconds, view.model_dump() if view else None)
 
 
@@ -159,7 +164,7 @@ async def cancel(ctx: Context, id: RunId) -> str:
 
 
 @server.resource(
-    "factsite://v/{id}",
+    answers.RESULT_URI,
     name="result",
     description="A run's whole result JSON, as GET /api/verifications/{id} (or /api/trails/{id}) serves it.",
     mime_type="application/json",
@@ -172,7 +177,7 @@ async def result_resource(id: str, ctx: Context) -> str:
 
 
 @server.resource(
-    "factsite://v/{id}/report.md",
+    answers.REPORT_URI,
     name="report",
     description="A run's report in Markdown, as its page's download: every sentence, claim and source.",
     mime_type="text/markdown",
