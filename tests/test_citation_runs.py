@@ -103,6 +103,24 @@ def test_each_sentence_is_judged_against_what_it_cites(client, world, celery_wor
     assert Citation.objects.filter(source__isnull=False).count() == 5
     # The web was searched as well (also_search, the default).
     assert world.serper.queries
+    outcomes = [
+        (c["marker"], c["sentence"], c["outcome"], c["outcome_label"], c["reason"]) for c in result["citations"]
+    ]
+    assert outcomes == [
+        ("[1]", 0, "supports", "supports its sentence", ""),
+        ("[2]", 1, "contradicts", "contradicts its sentence", ""),
+        ("[3]", 2, "does_not_say", "does not say this", "nothing in it is about what its sentence says"),
+        ("[4]", 3, "does_not_exist", "does not exist", "the page answered HTTP 404"),
+        ("[5]", 4, "does_not_exist", "does not exist", "the page's host name does not resolve (no such domain)"),
+    ]
+    assert result["citations"][0]["url"] == cited_site.url + "/minutes"
+    assert {k: v for k, v in result["citation_counts"].items() if v} == {
+        "supports": 1,
+        "contradicts": 1,
+        "does_not_say": 1,
+        "does_not_exist": 2,
+    }
+    assert {s["origin"] for s in result["sources"] if s["url"].startswith(cited_site.url)} == {"cited"}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -121,6 +139,7 @@ def test_cited_sources_only_searches_nothing_and_reads_a_page_cited_often_once(
     assert cited_site.hits["/minutes"] == 1
     assert Source.objects.filter(url=cited_site.url + "/minutes").count() == 1
     assert "supported" in verdicts_from(cited_site.url + "/minutes")
+    assert [c["outcome"] for c in result["citations"]] == ["supports"] * 3
     # The sentence that cites nothing has nothing to be checked against.
     last = result["sentences"][3]
     assert all(not claim["evidence"] for claim in last["claims"])
@@ -137,6 +156,7 @@ def test_a_text_without_citations_runs_as_before(client, world, celery_worker):
     ]
     assert not Citation.objects.exists()
     assert not Source.objects.filter(origin=Origin.CITED).exists()
+    assert result["citations"] == [] and not any(result["citation_counts"].values())
 
 
 @pytest.mark.django_db(transaction=True)
@@ -150,9 +170,9 @@ def test_markers_beyond_the_cap_are_marked_and_their_pages_not_read(client, worl
     result = wait_for(client, start(client, text, citations="only"))
 
     assert result["status"] == "done", result["error"]
-    assert [(c.marker, c.left_out) for c in Citation.objects.order_by("index")] == [
-        ("[1]", ""),
-        ("[2]", "not read: a run reads at most 1 cited address (MAX_CITED_SOURCES)"),
-        ("[9]", ""),
+    assert [(c["marker"], c["outcome"], c["reason"]) for c in result["citations"]] == [
+        ("[1]", "supports", ""),
+        ("[2]", "not_checked", "not read: a run reads at most 1 cited address (MAX_CITED_SOURCES)"),
+        ("[9]", "unresolved", "no entry 9 in the reference list (2 entries)"),
     ]
     assert cited_site.hits["/cost"] == 0

@@ -10,8 +10,10 @@ from ninja import Field, Schema
 
 from verification.inputs.documents import EVIDENCE_MODES
 from verification.inputs.forms import CITATION_MODES
-from verification.models import ClaimStatus, SourceType, Status, Verdict
+from verification.models import ClaimStatus, Origin, SourceType, Status, Verdict
+from verification.pipeline.citation_markers import Points
 from verification.scoring import NO_CLAIM, NOT_CHECKED, OUTCOMES, PENDING, SCORE_RULES
+from verification.scoring.citations import CITATION_OUTCOMES
 from verification.selectors import PROBLEM_STEPS
 from verification.selectors.records import permalink
 
@@ -41,6 +43,7 @@ ClaimStatusValue = Literal[tuple(ClaimStatus.values)]
 VerdictValue = Literal[tuple(Verdict.values)]
 # "" until the source's type is decided.
 SourceTypeValue = Literal[(*SourceType.values, "")]
+CitationOutcome = Literal[tuple(CITATION_OUTCOMES)]
 ClaimOutcome = Literal[(*OUTCOMES, PENDING, NOT_CHECKED)]
 SentenceOutcome = Literal[(*OUTCOMES, PENDING, NO_CLAIM, NOT_CHECKED)]
 Score = Annotated[
@@ -304,6 +307,10 @@ class SourceResult(Schema):
     url: str
     host: str
     title: str
+    origin: Literal[tuple(Origin.values)] = Field(
+        description="web: found by the web search; document: one of the documents given; cited: an address the "
+        "text itself cites (a page both cited and found is cited)"
+    )
     source_type: SourceTypeValue
     providers: list[str] = Field(description="the search providers that found the page, in the order they did")
     published: PublishedDate
@@ -336,6 +343,24 @@ class QuickSummary(Schema):
         "skipped; null before any label came"
     )
     note: str = Field(description="the above in words, as the result page says it")
+
+
+class CitationResult(Schema):
+    index: Count = Field(description="its place among the text's citations, in the order of the text")
+    sentence: int | None = Field(description="the index of the sentence it cites for; null when the text has none")
+    marker: str = Field(description='as written: "[1]", "[^2]", "([nytimes.com](https://…))", a DOI, a bare URL …')
+    start: Count = Field(description="where the marker starts in the text (`text`, as given)")
+    end: Count
+    points_to: Literal[tuple(Points)] = Field(
+        description="an address, a DOI, an entry of a reference list, a GraphRAG record, or a source named only"
+    )
+    label: str = Field(description="the reference entry's label, or the GraphRAG record's id")
+    url: str | None = Field(description="the address read for it; null when it gives none")
+    title: str
+    source: int | None = Field(description="the id of the source read for it (see sources); null until one is")
+    outcome: CitationOutcome
+    outcome_label: str = Field(description="the outcome in words")
+    reason: str = Field(description="why, where the outcome alone does not say: a fetch failure, a marker's problem")
 
 
 class VerificationResult(Schema):
@@ -383,6 +408,15 @@ class VerificationResult(Schema):
     sentences: list[SentenceResult]
     documents: list[DocumentResult] = Field(description="the documents given with the run, in that order")
     sources: list[SourceResult]
+    citations: list[CitationResult] = Field(
+        [],
+        description="the text's own citations (markers, links, footnotes, DOIs) and whether what each cites says what "
+        "its sentence says: supports, contradicts, does_not_say, could_not_be_read, does_not_exist (no such host, "
+        "404/410), unresolved (points nowhere), not_checked (over MAX_CITED_SOURCES, no address, …), pending",
+    )
+    citation_counts: dict[CitationOutcome, Count] = Field(
+        {}, description="how many citations have each outcome (every outcome named)"
+    )
 
 
 class VerificationCreated(Schema):

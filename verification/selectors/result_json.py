@@ -18,6 +18,7 @@ from verification.scoring import (
     Scores,
     Tally,
 )
+from verification.selectors.citations import citation_results, citations_counted
 from verification.selectors.progress import verification_problems, verification_progress
 from verification.selectors.quick import quick_summary
 from verification.selectors.records import (
@@ -66,6 +67,7 @@ def verification_result(verification: Verification, state: ViewState | None = No
         cancelled=verification.status == Status.CANCELLED,
     )
     found_by = source_providers(verification)
+    citations = citation_results(verification)
     return {
         "id": str(verification.pk),
         "permalink": permalink(verification),
@@ -108,6 +110,8 @@ def verification_result(verification: Verification, state: ViewState | None = No
         ],
         "documents": documents_json(verification),
         "sources": [_source_json(s, found_by[s.pk]) for s in verification.sources.order_by("pk")],
+        "citations": citations,
+        "citation_counts": citations_counted(citations),
     }
 
 
@@ -248,6 +252,7 @@ def _source_json(source: Source, providers: list[str]) -> dict:
         "url": source.url,
         "host": source.host,
         "title": source.title,
+        "origin": source.origin,
         "source_type": source.source_type,
         "providers": providers,
         **_dates_json(source),
