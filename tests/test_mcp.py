@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import sys
+import uuid
 
 import anyio
 import httpx2
@@ -17,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import ROOT, world_environment
 from verification.mcp import answers
+from verification.selectors.records import NOT_FOUND
 
 CONTRADICTED = "The Eiffel Tower is made of steel."
 SUPPORTED = "The Eiffel Tower is in Paris, France."
@@ -209,9 +211,11 @@ def test_http_lists_the_tools_and_checks_a_text_reading_its_contradicted_claim(h
             )
             answer = answer_of(checked)
             result = await client.read_resource(f"factsite://v/{answer['id']}")
-            return tools, answer, progress, json.loads(result.contents[0].text)
+            without_news = {"id": answer["id"], "view": {"exclude_types": ["news"]}}
+            viewed = answer_of(await client.call_tool("get_result", without_news))
+            return tools, answer, progress, json.loads(result.contents[0].text), viewed
 
-    tools, answer, progress, result = anyio.run(session)
+    tools, answer, progress, result, viewed = anyio.run(session)
 
     assert tools == TOOLS
     assert progress, "a waiting tool tells its progress, streamed as it waits"
@@ -221,6 +225,24 @@ def test_http_lists_the_tools_and_checks_a_text_reading_its_contradicted_claim(h
     assert claim["outcome"] == "contradicted"
     assert "not made of steel" in claim["evidence"]["passage"]
     assert result["id"] == answer["id"] and result["sentences"][0]["claims"][0]["outcome"] == "contradicted"
+    # The permalink's selection: without the news page that contradicts it, nothing does.
+    assert viewed["permalink"].endswith("?exclude_types=news")
+    assert all(claim["outcome"] != "contradicted" for claim in flagged(viewed))
+
+
+def test_http_checks_a_text_against_the_documents_given(http_url, world):
+    news = world.sites[1].url + "/tower-story"
+    arguments = {"text": CONTRADICTED, "evidence": "documents", "documents": [news], "wait_seconds": 40}
+
+    async def session():
+        async with http(http_url) as client:
+            return answer_of(await client.call_tool("check_text", arguments))
+
+    answer = anyio.run(session)
+
+    (claim,) = flagged(answer)
+    assert claim["outcome"] == "contradicted" and claim["evidence"]["url"] == news
+    assert world.serper.queries == [], "documents only: nothing searched"
 
 
 def test_http_answers_at_once_then_waits_and_checks_a_trail(http_url, world):
@@ -266,13 +288,17 @@ def test_http_refuses_hostile_texts_and_runs_over_the_limit_in_the_apis_words(ht
             errors = [error_of(await client.call_tool("check_text", {"text": text})) for text in HOSTILE]
             answer_of(await client.call_tool("check_text", {"text": SUPPORTED}))
             limited = error_of(await client.call_tool("check_text", {"text": SUPPORTED}))
-            return errors, limited
+            unknown = error_of(await client.call_tool("get_result", {"id": str(uuid.uuid4())}))
+            not_an_id = error_of(await client.call_tool("cancel", {"id": "../../etc"}))
+            return errors, limited, unknown, not_an_id
 
-    errors, limited = anyio.run(session)
+    errors, limited, unknown, not_an_id = anyio.run(session)
 
     for error, words in zip(errors, said, strict=True):
         assert words in error
     assert "Too many verifications from your address: 1 in the last hour (RUNS_PER_HOUR=1)." in limited
+    assert NOT_FOUND in unknown
+    assert "is not a run's id" in not_an_id
 
 
 def test_http_refuses_a_malformed_client_token_and_another_sites_page(http_url):
