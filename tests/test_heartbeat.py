@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -46,6 +47,26 @@ def test_stop_ends_the_beating_thread_and_start_beats_again():
     assert len(beating_threads()) == 1
     heartbeat.stop()
     assert beating_threads() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_task_taken_is_recorded_well_before_the_next_beat(settings):
+    """Issue 38: the tasks a `celery worker` has taken are what is sent again when it is killed,
+    and most tasks last a second or two: one taken just after a beat was not recorded before the
+    next, 5 s later, so that it was lost with its worker."""
+    settings.CELERY_EMBEDDED_WORKER = False
+    heartbeat.start()
+    try:
+        row = WorkerProcess.objects.filter(name=heartbeat.process_name())
+        wait_until(row.exists, READY_WITHIN_S, "a first beat", interval=0.05)
+        taken = time.monotonic()
+        heartbeat.task_taken("taken-1", "verification.tasks.claim_search", [7])
+        recorded = ["verification.tasks.claim_search", [7]]
+        wait_until(lambda: recorded in row.get().tasks, heartbeat.INTERVAL_S * 2, "the task recorded", interval=0.05)
+        assert time.monotonic() - taken < heartbeat.INTERVAL_S / 2
+    finally:
+        heartbeat.task_done("taken-1")
+        heartbeat.stop()
 
 
 # Loaded into a test run of its own: which heartbeat threads are still alive once its session

@@ -112,7 +112,6 @@ from verification.services.workers import (
     worker_process_gone,
     worker_processes_alive,
     worker_processes_forget,
-    worker_processes_holding_tasks,
     worker_tasks_orphaned,
 )
 
@@ -202,5 +201,4 @@ __all__ = [
     "worker_process_gone",
     "worker_processes_alive",
     "worker_processes_forget",
-    "worker_processes_holding_tasks",
 ]

@@ -39,13 +39,6 @@ def worker_process_gone(name: str, *, gone_after: timedelta = timedelta(seconds=
     return WorkerProcess.objects.filter(name=name, beat_at__lt=timezone.now() - gone_after).exists()
 
 
-def worker_processes_holding_tasks() -> list[str]:
-    """The names of the `celery worker` processes that had taken tasks at their last beat."""
-    return list(
-        WorkerProcess.objects.filter(kind=WorkerProcess.Kind.CELERY).exclude(tasks=[]).values_list("name", flat=True)
-    )
-
-
 def worker_tasks_orphaned(
     *, gone_after: timedelta = timedelta(seconds=GONE_AFTER_S), ended: Iterable[str] = ()
 ) -> list[tuple[str, list]]:

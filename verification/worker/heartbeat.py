@@ -23,6 +23,10 @@ from verification.services.workers import BEAT_INTERVAL_S, GONE_AFTER_S  # noqa:
 logger = logging.getLogger(__name__)
 
 INTERVAL_S = BEAT_INTERVAL_S
+# A `celery worker` that takes a task beats within this long, not at its next beat: the tasks
+# it took are recorded so that they are sent again if it dies (most tasks last a second or two,
+# so those in flight at a kill were nearly all taken since its last beat), and no more often.
+RECORD_TAKEN_WITHIN_S = 0.5
 
 _lock = threading.Lock()
 _holding: Counter = Counter()  # run id → tasks of it running in this process now
@@ -33,6 +37,7 @@ _taken: dict[str, list] = {}
 _local = threading.local()
 _thread: threading.Thread | None = None
 _stop = threading.Event()  # the running thread's: set, it ends
+_taken_since_beat = threading.Event()  # set: beat within RECORD_TAKEN_WITHIN_S
 _name: tuple[int, str] | None = None  # (pid, name): a forked child gets a name of its own
 
 
@@ -94,6 +99,8 @@ def task_taken(task_id: str, name: str, args) -> None:
     """A step's message this process took from the broker (worker/embedded.py's signals)."""
     with _lock:
         _taken[task_id] = [name, list(args)]
+    if not _embedded():  # the embedded worker's tasks are in its own memory: nobody sends them again
+        _taken_since_beat.set()
 
 
 def task_done(task_id: str) -> None:
@@ -153,6 +160,7 @@ def stop(timeout: float = 30.0) -> None:
     with _lock:
         thread, _thread = _thread, None
         _stop.set()
+        _taken_since_beat.set()  # out of its wait at once
     if thread is not None:
         thread.join(timeout)
 
@@ -179,5 +187,7 @@ def beat_now() -> None:
 
 def _beat_forever(stop: threading.Event) -> None:
     while not stop.is_set():
+        _taken_since_beat.clear()
         beat_now()
-        stop.wait(INTERVAL_S)
+        if not stop.wait(RECORD_TAKEN_WITHIN_S):
+            _taken_since_beat.wait(INTERVAL_S - RECORD_TAKEN_WITHIN_S)

@@ -17,6 +17,7 @@ from verification.models import (
     FINISHED,
     Sentence,
     Verification,
+    WorkerProcess,
 )
 from verification.pipeline import judge
 from verification.worker import base, categorize, chunks, heartbeat, joins, start, trail
@@ -51,37 +52,60 @@ def sweep() -> int:
         # owner stopped beating is resumed at once all the same.)
         silent_for *= BACKLOG_PATIENCE
     gone_after = timedelta(seconds=heartbeat.GONE_AFTER_S)
-    _send_orphaned_tasks(gone_after)
+    ended = _ended_here(gone_after)
+    _send_orphaned_tasks(gone_after, ended)
     services.worker_processes_forget(gone_for=timedelta(days=1))
-    resumed = 0
-    for verification_id in services.verifications_stalled(silent_for=silent_for, gone_after=gone_after):
-        verification = services.verification_expire_if_stale(
-            Verification.objects.get(pk=verification_id), timeout_s=settings.RUN_TIMEOUT
-        )
-        owner = heartbeat.process_name() if settings.CELERY_EMBEDDED_WORKER else ""
-        if verification.status in FINISHED or not services.verification_claim_sweep(
-            verification_id, silent_for=silent_for, owner=owner
-        ):
-            continue
-        if start.refuse_other_configuration(verification):
-            continue
-        logger.warning("resuming %s: nobody has worked on it for a while", verification)
-        resume(verification_id)
-        resumed += 1
-    return resumed
+    stalled = services.verifications_stalled(silent_for=silent_for, gone_after=gone_after)
+    return sum(_resume_stalled(pk, silent_for=silent_for) for pk in dict.fromkeys([*stalled, *_runs_of(ended)]))
 
 
 BACKLOG_PATIENCE = 5
 
 
-def _send_orphaned_tasks(gone_after: timedelta) -> None:
-    """The tasks a `celery worker` that stopped beating (or that ended on this machine:
-    heartbeat.ended_here) had taken are sent again at once, ahead of the backlog: they left the
-    queue with it, and nothing else would run them before its runs went quiet. Only those: the
-    run's other tasks are queued or running elsewhere, and every step skips what is finished, so
-    a task that had done its work before the process died is a no-op. Run by every sweep, and by
-    a `celery worker` as soon as it is ready (below)."""
-    ended = [name for name in services.worker_processes_holding_tasks() if heartbeat.ended_here(name)]
+def _resume_stalled(verification_id, *, silent_for: timedelta) -> bool:
+    """Resume the run unless it finished, timed out, another sweeper took it, or it was started
+    with another configuration; whether it was resumed."""
+    verification = services.verification_expire_if_stale(
+        Verification.objects.get(pk=verification_id), timeout_s=settings.RUN_TIMEOUT
+    )
+    owner = heartbeat.process_name() if settings.CELERY_EMBEDDED_WORKER else ""
+    if verification.status in FINISHED or not services.verification_claim_sweep(
+        verification_id, silent_for=silent_for, owner=owner
+    ):
+        return False
+    if start.refuse_other_configuration(verification):
+        return False
+    logger.warning("resuming %s: nobody has worked on it for a while", verification)
+    resume(verification_id)
+    return True
+
+
+def _ended_here(gone_after: timedelta) -> list[str]:
+    """The `celery worker` processes that still look alive (they beat within `gone_after`) but
+    are known to have ended on this machine (heartbeat.ended_here): killed, and another worker
+    started in their place."""
+    alive = services.worker_processes_alive(gone_after=gone_after).filter(kind=WorkerProcess.Kind.CELERY)
+    return [name for name in alive.values_list("name", flat=True) if heartbeat.ended_here(name)]
+
+
+def _runs_of(processes: list[str]) -> list:
+    """The unfinished runs these processes owned: a task of theirs may have been taken too
+    shortly before they ended to be recorded (heartbeat.RECORD_TAKEN_WITHIN_S), so the run is
+    resumed, as a run whose owner stopped beating is."""
+    if not processes:
+        return []
+    return list(
+        Verification.objects.filter(owner__in=processes).exclude(status__in=FINISHED).values_list("pk", flat=True)
+    )
+
+
+def _send_orphaned_tasks(gone_after: timedelta, ended: list[str]) -> None:
+    """The tasks a `celery worker` that stopped beating (or that ended on this machine: `ended`)
+    had taken are sent again at once, ahead of the backlog: they left the queue with it, and
+    nothing else would run them before its runs went quiet. Only those: the run's other tasks
+    are queued or running elsewhere, and every step skips what is finished, so a task that had
+    done its work before the process died is a no-op. Run by every sweep, and by a `celery
+    worker` as soon as it is ready (below)."""
     for process, tasks in services.worker_tasks_orphaned(gone_after=gone_after, ended=ended):
         logger.warning("sending again the %d tasks %s had taken when it stopped beating", len(tasks), process)
         for name, args in tasks:
@@ -89,15 +113,20 @@ def _send_orphaned_tasks(gone_after: timedelta) -> None:
 
 
 @worker_ready.connect
-def _send_orphaned_tasks_when_ready(**_) -> None:
-    """A `celery worker` started again after its predecessor was killed sends what that one had
-    taken at once, without waiting for its beats to be missed or for a sweep."""
+def _recover_when_ready(**_) -> None:
+    """A `celery worker` started again after its predecessor was killed on this machine sends
+    what that one had taken, and resumes the runs it owned, at once: without waiting for its
+    beats to be missed, or for a sweep."""
     if settings.CELERY_EMBEDDED_WORKER:  # its tasks were in its own memory, none on the broker
         return
     try:
-        _send_orphaned_tasks(timedelta(seconds=heartbeat.GONE_AFTER_S))
+        gone_after = timedelta(seconds=heartbeat.GONE_AFTER_S)
+        ended = _ended_here(gone_after)
+        _send_orphaned_tasks(gone_after, ended)
+        for verification_id in _runs_of(ended):
+            _resume_stalled(verification_id, silent_for=timedelta(seconds=settings.RUN_STALLED_AFTER))
     except Exception:  # a busy database: the sweeps try again
-        logger.warning("sending again the tasks of workers that ended failed", exc_info=True)
+        logger.warning("recovering what workers that ended had taken failed", exc_info=True)
     finally:
         close_old_connections()
 
