@@ -195,8 +195,7 @@ def verification_create(request: HttpRequest):
     )
     if not form.is_valid():
         errors = {field: list(messages) for field, messages in form.errors.items()}
-        detail = " ".join(f"{field}: {' '.join(messages)}" for field, messages in errors.items())
-        return Status(400, {"detail": detail, "errors": errors})
+        return Status(400, {"detail": form.refusal(), "errors": errors})
     run_settings = form.run_settings()
     problems = providers.configuration_problems(run_settings["model"], web_search=searches_web(run_settings))
     if problems:

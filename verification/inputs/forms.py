@@ -228,6 +228,10 @@ class VerificationForm(forms.Form):
     def clean_model(self) -> str:
         return self.cleaned_data["model"] or self.fields["model"].initial
 
+    def refusal(self) -> str:
+        """Why the input was refused, field by field on one line: the API's 400 `detail`, and an MCP tool's error."""
+        return " ".join(f"{field}: {' '.join(messages)}" for field, messages in self.errors.items())
+
     def run_settings(self) -> dict:
         """The validated settings, defaults filled in, as stored with the run."""
         chosen = {name: self.cleaned_data.get(name) for name in DEFAULT_SETTINGS}

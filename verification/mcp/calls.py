@@ -36,7 +36,7 @@ def text_start(who: Identity, *, text: str, evidence: str, documents: list[str])
         data={"text": text, "evidence": evidence, "sources": "\n".join(documents)}, files=MultiValueDict()
     )
     if not form.is_valid():
-        raise Refused(" ".join(f"{field}: {' '.join(messages)}" for field, messages in form.errors.items()))
+        raise Refused(form.refusal())
     run_settings = form.run_settings()
     problems = providers.configuration_problems(
         run_settings["model"], web_search=run_settings["evidence"] != "documents"
