@@ -301,17 +301,19 @@ def test_http_refuses_hostile_texts_and_runs_over_the_limit_in_the_apis_words(ht
     assert "is not a run's id" in not_an_id
 
 
-def test_http_refuses_a_malformed_client_token_and_another_sites_page(http_url):
+def test_http_refuses_a_malformed_client_token_another_sites_page_and_a_stream_request(http_url):
     message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     accept = {"Accept": "application/json, text/event-stream"}
 
     bad_token = requests.post(http_url, json=message, headers={**accept, "X-Client-Token": "short"}, timeout=30)
     elsewhere = requests.post(http_url, json=message, headers={**accept, "Origin": "https://evil.example"}, timeout=30)
     form = requests.post(http_url, data="x=1", headers=accept, timeout=30)
+    stream = requests.get(http_url, headers={"Accept": "text/event-stream"}, timeout=30)
 
     assert bad_token.status_code == 400 and "X-Client-Token must be" in bad_token.json()["detail"]
     assert elsewhere.status_code == 403
     assert form.status_code == 415 and "application/json" in form.json()["detail"]
+    assert stream.status_code == 405 and stream.headers["Allow"] == "POST", "no stream held open for nothing"
 
 
 # --- the answer's size cap

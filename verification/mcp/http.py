@@ -65,13 +65,21 @@ _transport = _Loop()
 
 @csrf_exempt
 def endpoint(request: HttpRequest) -> HttpResponse:
-    """/mcp: one MCP message (POST), or the stream a client may open (GET), for the SDK's transport."""
+    """/mcp: one MCP message (POST) for the SDK's transport."""
+    if request.method != "POST":
+        # Stateless: no session to end (DELETE), and no stream of the server's own messages to open (GET),
+        # which would hold a web thread for as long as the client kept it, saying nothing.
+        response = JsonResponse(
+            {"detail": f"{request.method} is not allowed here: send each MCP message with POST."}, status=405
+        )
+        response["Allow"] = "POST"
+        return response
     token = ownership.header_token(request)
     if token == "":
         return JsonResponse({"detail": f"{ownership.TOKEN_RULE}, or be left out."}, status=400)
     if (origin := request.headers.get("Origin")) and urlsplit(origin).netloc != request.get_host():
         return JsonResponse({"detail": "MCP requests from another site's pages are refused."}, status=403)
-    if request.method == "POST" and request.content_type != "application/json":
+    if request.content_type != "application/json":
         sent = request.content_type or "none"
         detail = f"MCP accepts only JSON: send Content-Type: application/json (this request sent {sent})."
         return JsonResponse({"detail": detail}, status=415)
