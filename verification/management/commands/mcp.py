@@ -6,6 +6,7 @@ embedded worker in this process."""
 
 import anyio
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from verification.access import limits, ownership
@@ -26,6 +27,8 @@ class Command(BaseCommand):
                 f"factsite MCP: this process's client token is {token} (set MCP_CLIENT_TOKEN to keep one across "
                 "restarts: only the client that started a run may cancel it)."
             )
+        # A fresh clone has no tables yet (as for `manage.py verify`); standard output is the protocol's.
+        call_command("migrate", verbosity=0, interactive=False, stdout=self.stderr)
         identity.serve_as(
             identity.Identity(
                 client=limits.client_key(limits.MCP_STDIO_ADDRESS), token=token, site=settings.MCP_SITE_URL
