@@ -245,19 +245,25 @@ def test_http_checks_a_text_against_the_documents_given(http_url, world):
     assert world.serper.queries == [], "documents only: nothing searched"
 
 
-def test_http_answers_at_once_then_waits_and_checks_a_trail(http_url, world):
+def test_http_answers_at_once_then_waits_and_checks_a_trail_whose_texts_stay_its_creators(http_url, world):
     async def session():
-        async with http(http_url) as client:
+        async with http(http_url) as client, http(http_url, OTHER_TOKEN) as other:
             started = answer_of(await client.call_tool("check_text", {"text": SUPPORTED}))
             waited = answer_of(await client.call_tool("get_result", {"id": started["id"], "wait_seconds": 40}))
             trail = answer_of(await client.call_tool("check_trail", {"nodes": TRAIL, "wait_seconds": 40}))
-            return started, waited, trail
+            uri = f"factsite://v/{trail['id']}"
+            own = json.loads((await client.read_resource(uri)).contents[0].text)
+            seen = json.loads((await other.read_resource(uri)).contents[0].text)
+            return started, waited, trail, own, seen
 
-    started, waited, trail = anyio.run(session)
+    started, waited, trail, own, seen = anyio.run(session)
 
     assert started["status"] in ("pending", "running")
-    assert waited["status"] == "done" and waited["band"] == "green"
+    assert waited["status"] == "done" and waited["score"] is not None
     assert trail["status"] == "done" and trail["verdicts"] == {"fully_supported": 1}
+    # As GET /api/trails/{id}: the source's text is its creator's; the final text is anyone's.
+    assert [node["text"] for node in own["nodes"]] == [node["text"] for node in TRAIL]
+    assert [node["text"] for node in seen["nodes"]] == [None, TRAIL[1]["text"]]
 
 
 def test_http_cancels_the_callers_run_and_refuses_another_clients(http_url, world):
@@ -282,10 +288,14 @@ def test_http_cancels_the_callers_run_and_refuses_another_clients(http_url, worl
 def test_http_refuses_hostile_texts_and_runs_over_the_limit_in_the_apis_words(http_url, live_server, settings):
     settings.RUNS_PER_HOUR = 1
     said = [api_refusal(live_server, {"text": text}) for text in HOSTILE]
+    cyclic = [{"id": "a", "text": "Paris is in France.", "from": ["b"]}, {"id": "b", "text": "Lyon.", "from": ["a"]}]
+    trail_said = requests.post(live_server.url + "/api/trails", json={"trail": {"nodes": cyclic}}, timeout=30)
+    assert trail_said.status_code == 400
 
     async def session():
         async with http(http_url) as client:
             errors = [error_of(await client.call_tool("check_text", {"text": text})) for text in HOSTILE]
+            errors.append(error_of(await client.call_tool("check_trail", {"nodes": cyclic})))
             answer_of(await client.call_tool("check_text", {"text": SUPPORTED}))
             limited = error_of(await client.call_tool("check_text", {"text": SUPPORTED}))
             unknown = error_of(await client.call_tool("get_result", {"id": str(uuid.uuid4())}))
@@ -294,7 +304,7 @@ def test_http_refuses_hostile_texts_and_runs_over_the_limit_in_the_apis_words(ht
 
     errors, limited, unknown, not_an_id = anyio.run(session)
 
-    for error, words in zip(errors, said, strict=True):
+    for error, words in zip(errors, [*said, trail_said.json()["detail"]], strict=True):
         assert words in error
     assert "Too many verifications from your address: 1 in the last hour (RUNS_PER_HOUR=1)." in limited
     assert NOT_FOUND in unknown
