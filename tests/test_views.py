@@ -292,6 +292,7 @@ def test_posting_a_text_stores_a_run_and_redirects_to_its_permalink(client, conf
         "context_size": 0,
         "evidence": "web",
         "quick": False,
+        "citations": "also_search",
         **NO_DOMAIN_LISTS,
         "second_search_below": 2,  # SECOND_SEARCH_BELOW's default, kept with the run
         "write_search_queries": True,  # WRITE_SEARCH_QUERIES's default, kept with the run
