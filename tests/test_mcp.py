@@ -352,6 +352,7 @@ def test_http_answers_a_sixty_claim_text_within_its_cap_flagged_sentences_first(
 
 def test_the_answer_for_a_sixty_claim_text_stays_under_its_cap_and_points_to_the_rest():
     evidence = {
+        "id": 7,
         "url": "https://example.org/page",
         "title": "A page " * 30,
         "verdict": "not_supported",

@@ -87,6 +87,7 @@ def _claim(claim: dict) -> dict:
     best = _best_evidence(claim["evidence"])
     if best is not None:
         row["evidence"] = {
+            "id": best["id"],
             "url": best["url"],
             "title": shorten(best["title"], 120),
             "verdict": best["verdict"],

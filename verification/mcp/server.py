@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from verification.inputs.documents import EVIDENCE_MODES
 from verification.mcp import answers, calls, identity
+from verification.models import SourceType
 from verification.pipeline.trail_graph import TRAIL_JSON_SCHEMA
 from verification.scoring import DEFAULT_RULE, SCORE_RULES
 
@@ -34,7 +35,7 @@ INSTRUCTIONS = (
     "answers with its id: call get_result with wait_seconds until its status is done."
 )
 
-server = MCPServer("factsite", instructions=INSTRUCTIONS, website_url="https://github.com/factsite")
+server = MCPServer("factsite", instructions=INSTRUCTIONS)
 
 Evidence = Literal[tuple(mode for mode, _ in EVIDENCE_MODES)]
 WaitSeconds = Annotated[
@@ -53,8 +54,8 @@ RunId = Annotated[str, Field(description="The run's id, as check_text or check_t
 class ResultView(BaseModel):
     """The selection a result's permalink takes: what to leave out of the scores, and how to score."""
 
-    exclude_evidence: list[int] = Field([], description="Evidence ids to leave out of the scores.")
-    exclude_types: list[str] = Field([], description="Source types to leave out (e.g. blog, social_media).")
+    exclude_evidence: list[int] = Field([], description="Evidence ids (an evidence's id) to leave out of the scores.")
+    exclude_types: list[Literal[tuple(SourceType.values)]] = Field([], description="Source types to leave out.")
     exclude_kinds: list[Literal["snippet"]] = Field(
         [], description='"snippet": leave out what was judged from a search snippet (page not read).'
     )
