@@ -23,10 +23,29 @@ median and mean token F1, CPU per page, which reading the combination kept, and 
 even- and odd-numbered pages (in file-name order), to show how much the rule leans on the pages
 it was set on.
 
+On a second public set the reading rule was not set on, trafilatura's own evaluation pages (990 pages
+of many languages, tests/eval and tests/cache of github.com/adbar/trafilatura, with strings each
+reading must hold and strings it must not in tests/evaldata.json), scored as trafilatura scores
+them (precision, recall and F1 over those strings, each found as a substring):
+
+    mkdir -p /work/data/trafilatura-eval
+    git --git-dir=/work/.mirror/adbar+trafilatura/repo archive HEAD -- tests/eval tests/cache \
+        tests/evaldata.json | tar -x -C /work/data/trafilatura-eval
+    .venv/bin/python bench/extraction.py --trafilatura-eval /work/data/trafilatura-eval/tests
+
+CPU against an older reader, on either set: the older commit's verification/pipeline, taken out of
+git, is loaded beside the current one and both read each page in turn (each page's least of 5
+readings of each), so that the load of a shared machine falls on both alike:
+
+    mkdir -p /tmp/pipeline-before && git archive <commit> verification/pipeline | tar -x -C /tmp/pipeline-before
+    .venv/bin/python bench/extraction.py --benchmark /work/data/article-extraction-benchmark \
+        --cpu-against /tmp/pipeline-before
+
 No server is started: the pages are read here, one process, one thread."""
 
 import argparse
 import gzip
+import importlib.util
 import itertools
 import json
 import statistics
@@ -233,6 +252,96 @@ def measure_benchmark(path: Path, repeat: int) -> None:
     print("kept by the combination: " + ", ".join(f"{choice.value} {count}" for choice, count in choices.most_common()))
 
 
+def trafilatura_eval_pages(path: Path) -> list[tuple[str, str, dict]]:
+    """(file, html, its evaldata item) of each page of trafilatura's evaluation set, in URL order."""
+    evaldata = json.loads((path / "evaldata.json").read_text())
+    found = []
+    for url in sorted(evaldata):
+        item = evaldata[url]
+        file = next(
+            path / folder / item["file"] for folder in ("cache", "eval") if (path / folder / item["file"]).is_file()
+        )
+        found.append((item["file"], extract.decode(file.read_bytes(), None), item))
+    return found
+
+
+def snippet_counts(text: str, item: dict) -> tuple[int, int, int, int]:
+    """trafilatura's scoring (tests/eval_common.count_item): true and false positives, false and true
+    negatives of the page's with/without strings, each looked for in the whitespace-normalised text."""
+    normal = " ".join(text.split())
+    found = sum(" ".join(w.split()) in normal for w in item["with"])
+    kept = sum(" ".join(w.split()) in normal for w in item["without"])
+    return found, kept, len(item["with"]) - found, len(item["without"]) - kept
+
+
+def measure_trafilatura_eval(path: Path) -> None:
+    sample = trafilatura_eval_pages(path)
+    print(f"{len(sample)} pages of trafilatura's evaluation set; strings each reading must and must not hold")
+    print(
+        "| extractor | precision | recall | F1 | accuracy | pages with a 'without' string | "
+        "CPU ms per page, mean | median |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, extractor in BENCHMARK_EXTRACTORS.items():
+        totals, times, chrome_pages = [0, 0, 0, 0], [], 0
+        for _, html, item in sample:
+            try:
+                ms, text = cpu_ms(lambda extractor=extractor, html=html: extractor(html))
+            except Exception:  # a page the extractor refuses (empty, unparsable) counts as read as nothing
+                ms, text = 0.0, ""
+            times.append(ms)
+            counts = snippet_counts(text, item)
+            chrome_pages += counts[1] > 0
+            totals = [total + count for total, count in zip(totals, counts, strict=True)]
+        tp, fp, fn, tn = totals
+        precision, recall = tp / (tp + fp), tp / (tp + fn)
+        print(
+            f"| {name} | {precision:.3f} | {recall:.3f} | {2 * tp / (2 * tp + fp + fn):.3f} "
+            f"| {(tp + tn) / sum(totals):.3f} | {chrome_pages} | {statistics.mean(times):.1f} "
+            f"| {statistics.median(times):.1f} |"
+        )
+    choices = Counter(kept_reading(html) for _, html, _ in sample if html.strip())
+    print("kept by the combination: " + ", ".join(f"{choice.value} {count}" for choice, count in choices.most_common()))
+
+
+def pipeline_from(path: Path):
+    """The extract module of an older copy of verification/pipeline under PATH, as a package of its
+    own (its modules import each other relatively)."""
+    folder = path / "verification" / "pipeline"
+    spec = importlib.util.spec_from_file_location(
+        "pipeline_before", folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["pipeline_before"] = package
+    spec.loader.exec_module(package)
+    return importlib.import_module("pipeline_before.extract")
+
+
+def compare_cpu(htmls: list[str], path: Path, repeat: int = 5) -> None:
+    """CPU per page of extract.read_html now and of the older copy under PATH, read in turn."""
+    readers = {"before": pipeline_from(path).read_html, "now": extract.read_html}
+    totals = dict.fromkeys(readers, 0.0)
+    for html in htmls:
+        least = dict.fromkeys(readers, float("inf"))
+        for _ in range(repeat):
+            for name, reader in readers.items():
+                ms, _ = cpu_ms(lambda reader=reader, html=html: _read_or_refuse(reader, html))
+                least[name] = min(least[name], ms)
+        totals = {name: totals[name] + least[name] for name in readers}
+    before, now = (totals[name] / len(htmls) for name in ("before", "now"))
+    print(
+        f"{len(htmls)} pages, each page's least of {repeat} readings: before {before:.1f} ms, now {now:.1f} ms "
+        f"CPU a page ({now / before:.2f}×)"
+    )
+
+
+def _read_or_refuse(reader: Callable[[str], object], html: str) -> object:
+    try:
+        return reader(html)
+    except Exception:  # an empty or unparsable page (each copy has its own StepError) costs what finding so costs
+        return None
+
+
 # extract_choice's thresholds and the values tried for each when the rule is fitted on half the pages.
 THRESHOLDS = {
     "FRAGMENT_MIN_WORDS": (30, 50, 100),
@@ -299,6 +408,19 @@ def main() -> None:
         "--benchmark", type=Path, metavar="PATH", help="read article-extraction-benchmark's pages from PATH instead"
     )
     parser.add_argument(
+        "--trafilatura-eval",
+        type=Path,
+        metavar="PATH",
+        help="read trafilatura's evaluation pages from PATH (its tests/ folder: evaldata.json, eval/, cache/)",
+    )
+    parser.add_argument(
+        "--cpu-against",
+        type=Path,
+        metavar="PATH",
+        help="with --benchmark or --trafilatura-eval: compare the CPU per page with an older verification/pipeline "
+        "under PATH, read in turn",
+    )
+    parser.add_argument(
         "--repeat", type=int, default=1, help="with --benchmark: read each page this many times, keep the least CPU"
     )
     parser.add_argument(
@@ -307,7 +429,16 @@ def main() -> None:
         help="with --benchmark: fit extract_choice's thresholds on half the pages, measure on the other half",
     )
     args = parser.parse_args()
-    if args.benchmark and args.fit_halves:
+    if args.cpu_against and (args.benchmark or args.trafilatura_eval):
+        pages = (
+            [html for _, html, _ in benchmark_pages(args.benchmark)]
+            if args.benchmark
+            else [html for _, html, _ in trafilatura_eval_pages(args.trafilatura_eval)]
+        )
+        compare_cpu(pages, args.cpu_against)
+    elif args.trafilatura_eval:
+        measure_trafilatura_eval(args.trafilatura_eval)
+    elif args.benchmark and args.fit_halves:
         fit_on_halves(args.benchmark)
     elif args.benchmark:
         measure_benchmark(args.benchmark, args.repeat)
