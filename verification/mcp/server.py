@@ -99,7 +99,12 @@ async def _answer(ctx: Context, who: identity.Identity, run_id: str, wait_second
     return await _db(calls.answer, who, run_id, view)
 
 
-@server.tool(annotations=ToolAnnotations(title="Check a text's facts", read_only_hint=False, open_world_hint=True))
+# The tools answer JSON as text (answers.py), which is what a model reads, within MAX_ANSWER_CHARS: no
+# structured copy of it beside (structured_output=False), which would be that text again, quoted.
+@server.tool(
+    structured_output=False,
+    annotations=ToolAnnotations(title="Check a text's facts", read_only_hint=False, open_world_hint=True),
+)
 async def check_text(
     ctx: Context,
     text: Annotated[
@@ -124,7 +129,9 @@ async def check_text(
     return await _answer(ctx, who, str(verification.pk), wait_seconds)
 
 
-@server.tool(annotations=ToolAnnotations(title="Check a text through its trail", read_only_hint=False))
+@server.tool(
+    structured_output=False, annotations=ToolAnnotations(title="Check a text through its trail", read_only_hint=False)
+)
 async def check_trail(
     ctx: Context,
     nodes: Annotated[
@@ -147,7 +154,7 @@ async def check_trail(
     return await _answer(ctx, who, str(verification.pk), wait_seconds)
 
 
-@server.tool(annotations=ToolAnnotations(title="A run's result", read_only_hint=True))
+@server.tool(structured_output=False, annotations=ToolAnnotations(title="A run's result", read_only_hint=True))
 async def get_result(ctx: Context, id: RunId, view: ResultView | None = None, wait_seconds: WaitSeconds = 0) -> str:
     """A run's result for a model: while it runs, its progress and what is done so far; then per sentence its
     band and score, and the contradicted or unsupported claims with their best evidence. The view applies to a
@@ -155,7 +162,10 @@ async def get_result(ctx: Context, id: RunId, view: ResultView | None = None, wa
     return await _answer(ctx, _who(ctx), id, wait_seconds, view.model_dump() if view else None)
 
 
-@server.tool(annotations=ToolAnnotations(title="Cancel a run", destructive_hint=True, idempotent_hint=True))
+@server.tool(
+    structured_output=False,
+    annotations=ToolAnnotations(title="Cancel a run", destructive_hint=True, idempotent_hint=True),
+)
 async def cancel(ctx: Context, id: RunId) -> str:
     """Stop a run under way (only the client that started it may): nothing more is spent on it, and what it
     found so far stays, with status cancelled."""
