@@ -371,3 +371,18 @@ def test_a_sports_table_of_players_is_kept():
     remove_unseen(tree)
 
     assert "Player 4" in tree.text_content()
+
+
+def test_menus_and_toolbars_drawn_with_divs_are_not_read():
+    tree = parse_html(
+        "<html><body><article><h1>Flood defences fail</h1>"
+        "<div class='tools' role='toolbar'><span>Print this page</span><span>Larger text</span></div>"
+        "<ul class='opts' role='menu'><li role='menuitemradio'>Read aloud</li></ul>"
+        + "".join(f"<p>{text}</p>" for text in STORY)
+        + "</article></body></html>"
+    )
+    remove_unseen(tree)
+
+    text = tree.text_content()
+    assert all(control not in text for control in ("Print this page", "Larger text", "Read aloud"))
+    assert STORY[-1] in text

@@ -69,8 +69,9 @@ def remove_unseen(tree: HtmlElement) -> None:
     _drop(players)
     marked = _MARKED(tree)
     # Chrome first: a footer's paragraph is no sign that the page shows its text.
-    chrome = [*tree.iter(*CHROME_TAGS), *(element for element in marked if element.get("role") in CHROME_ROLES)]
-    _drop(element for element in chrome if not _WRAPS_ARTICLE(element) and not _HOLDS_PAGE(element))
+    _drop(element for element in tree.iter(*CHROME_TAGS) if not _WRAPS_ARTICLE(element))
+    controls = (element for element in marked if element.get("role") in CHROME_ROLES)
+    _drop(element for element in controls if not _WRAPS_ARTICLE(element) and not _HOLDS_PAGE(element))
     _drop(hidden_blocks(tree, [element for element in marked if element.getparent() is not None and _hides(element)]))
     _drop_teaser_lists(teaser_cards(tree))
 
