@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import ROOT, world_environment
+from verification.access import ownership
 from verification.mcp import answers
 from verification.selectors.records import NOT_FOUND
 
@@ -319,11 +320,14 @@ def test_http_refuses_a_malformed_client_token_another_sites_page_and_a_stream_r
     elsewhere = requests.post(http_url, json=message, headers={**accept, "Origin": "https://evil.example"}, timeout=30)
     form = requests.post(http_url, data="x=1", headers=accept, timeout=30)
     stream = requests.get(http_url, headers={"Accept": "text/event-stream"}, timeout=30)
+    tokenless = requests.post(http_url, json=message, headers=accept, timeout=30)
 
     assert bad_token.status_code == 400 and "X-Client-Token must be" in bad_token.json()["detail"]
     assert elsewhere.status_code == 403
     assert form.status_code == 415 and "application/json" in form.json()["detail"]
     assert stream.status_code == 405 and stream.headers["Allow"] == "POST", "no stream held open for nothing"
+    # As the API's 201: a caller that sent no token is given one to keep.
+    assert tokenless.status_code == 200 and ownership.TOKEN_PATTERN.fullmatch(tokenless.headers["X-Client-Token"])
 
 
 # --- the answer's size cap
