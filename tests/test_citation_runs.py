@@ -11,7 +11,9 @@ import pytest
 
 from tests.fakes import FakePage, FakeSite
 from tests.test_engine import wait_for
-from verification.models import Citation, Claim, Evidence, Origin, Source
+from verification.management.summaries import summary
+from verification.models import Citation, Claim, Evidence, Origin, Source, Verification
+from verification.selectors.records import permalink
 
 DEAD = "https://depot.invalid/yard"
 
@@ -121,6 +123,19 @@ def test_each_sentence_is_judged_against_what_it_cites(client, world, celery_wor
         "does_not_exist": 2,
     }
     assert {s["origin"] for s in result["sources"] if s["url"].startswith(cited_site.url)} == {"cited"}
+    # The CLI, the reports and the page say it too.
+    run = Verification.objects.get()
+    said = summary(result, run)
+    counted = "5 citations: 1 supports its sentence, 1 contradicts it, 1 does not say it, 2 do not exist"
+    assert f"Citations: {counted}" in said.splitlines()
+    assert f"    cites [4] {cited_site.url}/gone: does not exist (the page answered HTTP 404)" in said.splitlines()
+    markdown = client.get(f"{permalink(run)}/report.md").content.decode()
+    assert "## Citations" in markdown
+    assert "- S4 \\[4\\]: does not exist (the page answered HTTP 404)" in markdown
+    html = client.get(f"{permalink(run)}/report.html").content.decode()
+    assert "5 citations: 1 supports its sentence" in html
+    page = client.get(permalink(run))
+    assert page.status_code == 200 and "Riverton approved a tram line in 2024" in page.content.decode()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -157,6 +172,9 @@ def test_a_text_without_citations_runs_as_before(client, world, celery_worker):
     assert not Citation.objects.exists()
     assert not Source.objects.filter(origin=Origin.CITED).exists()
     assert result["citations"] == [] and not any(result["citation_counts"].values())
+    run = Verification.objects.get()
+    assert "Citations" not in summary(result, run) and "cites" not in summary(result, run)
+    assert "## Citations" not in client.get(f"{permalink(run)}/report.md").content.decode()
 
 
 @pytest.mark.django_db(transaction=True)

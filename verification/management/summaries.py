@@ -1,6 +1,8 @@
 """What `manage.py verify` writes in the terminal: a run's progress line while it runs, and its
 summary (or a trail run's) when it ends."""
 
+from collections import defaultdict
+
 from verification.models import Verification
 from verification.scoring import (
     EVIDENCE_NOUNS,
@@ -10,6 +12,7 @@ from verification.scoring import (
     outcome_words,
     shown_percent,
 )
+from verification.scoring.citations import citation_summary
 
 
 def progress_line(progress: dict) -> str:
@@ -58,6 +61,12 @@ def summary(result: dict, verification: Verification) -> str:
     ]
     for problem in result["problems"]:
         lines += _problem_lines(problem)
+    citations = result.get("citations") or []
+    if citations:
+        lines.append(f"Citations: {citation_summary(result['citation_counts'])}")
+    cited_by = defaultdict(list)
+    for citation in citations:
+        cited_by[citation["sentence"]].append(citation)
     lines.append("")
     noun = EVIDENCE_NOUNS.get(result["evidence"], "page")
     for sentence in result["sentences"]:
@@ -68,6 +77,7 @@ def summary(result: dict, verification: Verification) -> str:
         tally = Tally(**sentence["counts"], rule=result["score_rule"])
         words = outcome_words(tally, sentence["outcome"], noun="document" if noun == "document" else "source")
         lines.append(f"    {words}: {sentence['note']}")
+        lines += [_citation_line(citation) for citation in cited_by[sentence["index"]]]
         for claim in sentence["claims"]:
             # The page's shapes; "…" for an item not judged (failed or still pending).
             marks = " ".join(VERDICT_ICONS.get(e["verdict"] or "", "…") for e in claim["evidence"])
@@ -85,6 +95,13 @@ def summary(result: dict, verification: Verification) -> str:
     if result.get("quick"):
         lines.append(f"Quick mode: {result['quick']['note']}")
     return "\n".join(lines)
+
+
+def _citation_line(citation: dict) -> str:
+    """ "    cites [2] https://…: contradicts its sentence", with why where the outcome says too little."""
+    what = citation["url"] or citation["title"]
+    reason = f" ({citation['reason']})" if citation["reason"] else ""
+    return f"    cites {citation['marker']}{' ' + what if what else ''}: {citation['outcome_label']}{reason}"
 
 
 def _problem_lines(problem: dict) -> list[str]:

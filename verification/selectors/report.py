@@ -18,6 +18,8 @@ from verification.scoring import (
     Tally,
     outcome_words,
 )
+from verification.scoring.citations import citation_summary
+from verification.selectors.citations import citation_results, citations_counted
 from verification.selectors.quick import model_knowledge_note, quick_summary
 from verification.selectors.records import (
     claim_records,
@@ -83,6 +85,20 @@ class SentenceEntry:
 
 
 @dataclass(frozen=True)
+class CitationEntry:
+    """One of the text's own citations (issue 34) and whether what it cites says its sentence."""
+
+    sentence: int | None  # the sentence's number (S1 is 1), None without one
+    marker: str
+    title: str
+    url: str
+    link: str  # the URL when it is safe to link to, else ""
+    outcome: str
+    words: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Report:
     id: str
     title: str
@@ -96,6 +112,8 @@ class Report:
     band_label: str
     sentences: list[SentenceEntry]
     footnotes: list[Footnote]
+    citations: tuple[CitationEntry, ...] = ()
+    citation_summary: str = ""  # "6 citations: 3 support their sentence, …"; "" without citations
 
 
 def verification_report(verification: Verification, state: ViewState) -> Report:
@@ -126,7 +144,28 @@ def verification_report(verification: Verification, state: ViewState) -> Report:
         band_label=BAND_LABELS[scores.overall.band],
         sentences=sentences,
         footnotes=footnotes,
+        **_citations(verification),
     )
+
+
+def _citations(verification: Verification) -> dict:
+    rows = citation_results(verification)
+    if not rows:
+        return {}
+    entries = tuple(
+        CitationEntry(
+            sentence=None if row["sentence"] is None else row["sentence"] + 1,
+            marker=row["marker"],
+            title=row["title"],
+            url=row["url"] or "",
+            link=row["url"] if (row["url"] or "").lower().startswith(LINKED_SCHEMES) else "",
+            outcome=row["outcome"],
+            words=row["outcome_label"],
+            reason=row["reason"],
+        )
+        for row in rows
+    )
+    return {"citations": entries, "citation_summary": citation_summary(citations_counted(rows))}
 
 
 def _sentence_entry(sentence, claims, scores: Scores, found, footnotes: list[Footnote], noun: str) -> SentenceEntry:
