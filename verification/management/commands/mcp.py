@@ -2,7 +2,7 @@
 (docs/mcp.md). The process is one client: its runs count against RUNS_PER_HOUR as one address
 (limits.MCP_STDIO_ADDRESS), and its owner token is MCP_CLIENT_TOKEN, or a new one told on standard
 error (standard output is the protocol's). Runs go to the Celery workers on REDIS_URL, or to the
-embedded worker in this process."""
+embedded worker in this process, started with it."""
 
 import anyio
 from django.conf import settings
@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from verification.access import limits, ownership
 from verification.mcp import identity
 from verification.mcp.server import server
+from verification.worker import embedded
 
 
 class Command(BaseCommand):
@@ -34,4 +35,8 @@ class Command(BaseCommand):
                 client=limits.client_key(limits.MCP_STDIO_ADDRESS), token=token, site=settings.MCP_SITE_URL
             )
         )
+        # Without REDIS_URL the runs are worked on in this process: its worker started from the main thread, as
+        # the web app's (factsite/wsgi.py), so that a stop signal ends its CPU pool too, and so that the runs a
+        # previous process left unfinished go on.
+        embedded.ensure_embedded_worker()
         anyio.run(server.run_stdio_async)
