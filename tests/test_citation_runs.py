@@ -142,22 +142,40 @@ def test_each_sentence_is_judged_against_what_it_cites(client, world, celery_wor
 def test_cited_sources_only_searches_nothing_and_reads_a_page_cited_often_once(
     client, world, celery_worker, cited_site
 ):
+    # Twelve sentences cite [1], one of them three times over: 14 citations of one page.
     text = (
-        "Riverton approved a tram line in 2024 [1]. The Riverton council approved the tram line after a debate [1]. "
-        "Riverton approved the tram line in 2024 [1]. The sky over Riverton was grey.\n\n"
+        "Riverton approved a tram line in 2024 [1][1][1]. "
+        + "".join(f"The Riverton council approved tram line {n} after a debate [1]. " for n in range(2, 13))
+        + "The sky over Riverton was grey.\n\n"
         f"Sources:\n[1] Riverton council minutes {cited_site.url}/minutes\n"
     )
     result = wait_for(client, start(client, text, citations="only"))
 
     assert result["status"] == "done", result["error"]
     assert world.serper.queries == [] and result["usage"]["searches"] == 0
+    assert len(result["citations"]) == 14
     assert cited_site.hits["/minutes"] == 1
     assert Source.objects.filter(url=cited_site.url + "/minutes").count() == 1
-    assert "supported" in verdicts_from(cited_site.url + "/minutes")
-    assert [c["outcome"] for c in result["citations"]] == ["supports"] * 3
+    assert result["citations"][0]["outcome"] == "supports"
+    assert {c["outcome"] for c in result["citations"]} <= {"supports", "does_not_say"}
     # The sentence that cites nothing has nothing to be checked against.
-    last = result["sentences"][3]
+    last = result["sentences"][-1]
+    assert last["text"] == "The sky over Riverton was grey."
     assert all(not claim["evidence"] for claim in last["claims"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cited_private_address_is_refused_not_fetched(client, world, celery_worker, cited_site, settings):
+    settings.ALLOW_PRIVATE_FETCH = False
+    text = (
+        "Riverton approved a tram line in 2024 [1]. The Riverton tram line will cost 40 million dollars [2].\n\n"
+        f"Sources:\n[1] Riverton council minutes {cited_site.url}/minutes\n[2] Router http://10.0.0.1/admin\n"
+    )
+    result = wait_for(client, start(client, text, citations="only"))
+
+    assert [c["outcome"] for c in result["citations"]] == ["could_not_be_read", "could_not_be_read"]
+    assert all("refused" in c["reason"] for c in result["citations"]), result["citations"]
+    assert cited_site.hits["/minutes"] == 0
 
 
 @pytest.mark.django_db(transaction=True)
