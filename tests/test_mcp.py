@@ -1,6 +1,7 @@
 """factsite as an MCP server (verification/mcp/), driven by the official SDK's own client over both
 transports: stdio (`manage.py mcp` as a subprocess, on this test's database, its runs on the
-real Celery worker of this process through Redis) and streamable HTTP (/mcp on the live server).
+real Celery worker of this process through Redis; and once as on a desktop, without Redis, on a
+database of its own) and streamable HTTP (/mcp on the live server).
 The answer's size cap is also held on a 60-claim result by a pure test."""
 
 import contextlib
@@ -193,6 +194,29 @@ def test_stdio_refuses_hostile_texts_and_runs_over_the_limit_in_the_apis_words(s
     for error, words in zip(errors, said, strict=True):
         assert words in error
     assert "Too many verifications from your address: 1 in the last hour (RUNS_PER_HOUR=1)." in limited
+
+
+def test_stdio_without_redis_works_its_runs_itself_on_a_fresh_database(world, tmp_path):
+    """A desktop assistant's default: no Redis, no tables yet; the process's own worker runs the check."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'fresh.sqlite3'}",
+        "DJANGO_SECRET_KEY": "mcp-test",
+        "CACHE_URL": "locmemcache://",
+        "LOG_LEVEL": "WARNING",
+        "CPU_PROCESSES": "0",
+        **world_environment(world),
+    }
+
+    async def session():
+        async with stdio(env) as client:
+            return answer_of(await client.call_tool("check_text", {"text": CONTRADICTED, "wait_seconds": 50}))
+
+    answer = anyio.run(session)
+
+    assert answer["status"] == "done"
+    assert [claim["outcome"] for claim in flagged(answer)] == ["contradicted"]
 
 
 # --- streamable HTTP
