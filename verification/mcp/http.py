@@ -10,6 +10,7 @@ rule for writes. The Host header is Django's to check (ALLOWED_HOSTS); an Origin
 refused, so no page a visitor opens elsewhere can call the tools with their address."""
 
 import asyncio
+import logging
 import queue
 import threading
 from urllib.parse import urlsplit
@@ -22,6 +23,7 @@ from verification.access import limits, ownership
 from verification.mcp import identity
 from verification.mcp.server import server
 
+logger = logging.getLogger(__name__)
 # What answers first: the SDK's response headers come at once; a tool answers within
 # server.MAX_WAIT_SECONDS, so a minute more is a loop that stopped.
 FIRST_EVENT_S = 120
@@ -132,13 +134,19 @@ def _forward(request: HttpRequest, body: bytes, who: identity.Identity) -> HttpR
     async def handle() -> None:
         try:
             await manager.handle_request(_scope(request, who), receive, send)
+        except Exception:
+            logger.exception("the MCP transport failed on %s %s", request.method, request.path)
         finally:
             events.put(None)
 
     handling = asyncio.run_coroutine_threadsafe(handle(), loop)
-    start = events.get(timeout=FIRST_EVENT_S)
+    try:
+        start = events.get(timeout=FIRST_EVENT_S)
+    except queue.Empty:
+        start = None
     if start is None or start["type"] != "http.response.start":
         handling.cancel()
+        logger.error("the MCP transport gave no answer to %s %s", request.method, request.path)
         return JsonResponse({"detail": "The MCP transport gave no answer."}, status=500)
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in start.get("headers", ())]
 
