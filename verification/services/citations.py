@@ -75,8 +75,10 @@ def cited_results_save(*, claim: Claim, host_of) -> list[Source]:
     # A cited page the web search found as well is told apart as cited; the user's own stay theirs.
     Source.objects.filter(verification_id=verification_id, url__in=urls, origin=Origin.WEB).update(origin=Origin.CITED)
     sources = {s.url: s for s in Source.objects.filter(verification_id=verification_id, url__in=urls)}
-    for url, source in sources.items():
-        Citation.objects.filter(sentence_id=claim.sentence_id, url=url, source__isnull=True).update(source=source)
+    # In URL order, as the sources above: the claims of one sentence saving at once lock its
+    # citations in the same order, so PostgreSQL cannot deadlock them.
+    for url in urls:
+        Citation.objects.filter(sentence_id=claim.sentence_id, url=url, source__isnull=True).update(source=sources[url])
     last = claim.search_results.aggregate(last=Max("rank"))["last"] or 0
     in_order = list(dict.fromkeys(citation.url for citation in citations))
     SearchResult.objects.bulk_create(
