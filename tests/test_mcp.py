@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import sys
+import threading
 import uuid
 
 import anyio
@@ -35,6 +36,26 @@ HELD = "Zanzibar"
 # Control characters (not NUL alone, which Django refuses first), and a text over MAX_TEXT_CHARS.
 HOSTILE = ["Paris \x01\x02\x03\x04 is in France.", "Paris is in France. " * 1001]
 TOOLS = {"check_text", "check_trail", "get_result", "cancel"}
+
+
+def run_client(session):
+    """A client's coroutine on an event loop of a thread of its own: in a whole test session the
+    browser tests' Playwright (its sync API) keeps a loop running in the main thread, where
+    anyio.run would refuse to start one."""
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = anyio.run(session)
+        except BaseException as error:  # raised again in the test's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, name="mcp-client")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 # --- the two transports, as a client connects to them
@@ -120,7 +141,7 @@ def test_stdio_lists_the_tools_and_checks_a_text_reading_its_contradicted_claim(
             report = await client.read_resource(answer["report"])
             return tools, answer, progress, report
 
-    tools, answer, progress, report = anyio.run(session)
+    tools, answer, progress, report = run_client(session)
 
     assert set(tools) == TOOLS
     assert tools["check_text"].input_schema["required"] == ["text"]
@@ -144,7 +165,7 @@ def test_stdio_answers_at_once_then_waits_on_get_result_and_checks_a_trail(stdio
             trail = answer_of(await client.call_tool("check_trail", {"nodes": TRAIL, "wait_seconds": 40}))
             return started, waited, trail
 
-    started, waited, trail = anyio.run(session)
+    started, waited, trail = run_client(session)
 
     assert started["status"] in ("pending", "running")
     assert "progress" in started
@@ -166,7 +187,7 @@ def test_stdio_cancels_its_own_run_and_another_client_may_not(stdio_env, world):
             return refused, cancelled, again
 
     try:
-        refused, cancelled, again = anyio.run(session)
+        refused, cancelled, again = run_client(session)
     finally:
         world.llm.release()
 
@@ -189,7 +210,7 @@ def test_stdio_refuses_hostile_texts_and_runs_over_the_limit_in_the_apis_words(s
             limited = error_of(await mcp.call_tool("check_text", {"text": SUPPORTED}))
             return errors, limited
 
-    errors, limited = anyio.run(session)
+    errors, limited = run_client(session)
 
     for error, words in zip(errors, said, strict=True):
         assert words in error
@@ -213,7 +234,7 @@ def test_stdio_without_redis_works_its_runs_itself_on_a_fresh_database(world, tm
         async with stdio(env) as client:
             return answer_of(await client.call_tool("check_text", {"text": CONTRADICTED, "wait_seconds": 50}))
 
-    answer = anyio.run(session)
+    answer = run_client(session)
 
     assert answer["status"] == "done"
     assert [claim["outcome"] for claim in flagged(answer)] == ["contradicted"]
@@ -240,7 +261,7 @@ def test_http_lists_the_tools_and_checks_a_text_reading_its_contradicted_claim(h
             viewed = answer_of(await client.call_tool("get_result", without_news))
             return tools, answer, progress, json.loads(result.contents[0].text), viewed
 
-    tools, answer, progress, result, viewed = anyio.run(session)
+    tools, answer, progress, result, viewed = run_client(session)
 
     assert tools == TOOLS
     assert progress, "a waiting tool tells its progress, streamed as it waits"
@@ -263,7 +284,7 @@ def test_http_checks_a_text_against_the_documents_given(http_url, world):
         async with http(http_url) as client:
             return answer_of(await client.call_tool("check_text", arguments))
 
-    answer = anyio.run(session)
+    answer = run_client(session)
 
     (claim,) = flagged(answer)
     assert claim["outcome"] == "contradicted" and claim["evidence"]["url"] == news
@@ -281,7 +302,7 @@ def test_http_answers_at_once_then_waits_and_checks_a_trail_whose_texts_stay_its
             seen = json.loads((await other.read_resource(uri)).contents[0].text)
             return started, waited, trail, own, seen
 
-    started, waited, trail, own, seen = anyio.run(session)
+    started, waited, trail, own, seen = run_client(session)
 
     assert started["status"] in ("pending", "running")
     assert waited["status"] == "done" and waited["score"] is not None
@@ -302,7 +323,7 @@ def test_http_cancels_the_callers_run_and_refuses_another_clients(http_url, worl
             return refused, cancelled
 
     try:
-        refused, cancelled = anyio.run(session)
+        refused, cancelled = run_client(session)
     finally:
         world.llm.release()
 
@@ -327,7 +348,7 @@ def test_http_refuses_hostile_texts_and_runs_over_the_limit_in_the_apis_words(ht
             not_an_id = error_of(await client.call_tool("cancel", {"id": "../../etc"}))
             return errors, limited, unknown, not_an_id
 
-    errors, limited, unknown, not_an_id = anyio.run(session)
+    errors, limited, unknown, not_an_id = run_client(session)
 
     for error, words in zip(errors, [*said, trail_said.json()["detail"]], strict=True):
         assert words in error
@@ -369,7 +390,7 @@ def test_http_answers_a_sixty_claim_text_within_its_cap_flagged_sentences_first(
                     return result.content[0].text
             pytest.fail("the run did not end in 5 minutes")
 
-    text_answer = anyio.run(session)
+    text_answer = run_client(session)
     answer = json.loads(text_answer)
 
     assert len(text_answer) <= answers.MAX_ANSWER_CHARS
