@@ -143,7 +143,9 @@ def parse_selections(answer: Any, asked: dict[str, int], labels: Sequence[str]) 
     return found
 
 
-def _plain_entries(text: str) -> list[dict]:
+def claim_blocks(text: str, *, lines_say: str) -> list[tuple[str, str]]:
+    """A small model's plain answer for several claims: each "C1" header line with the lines under
+    it, as (label, text). `lines_say` names what those lines hold, for the error."""
     blocks: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
         header = _CLAIM_HEADER.match(line)
@@ -152,11 +154,15 @@ def _plain_entries(text: str) -> list[dict]:
         elif blocks:
             blocks[-1][1].append(line)
     if not blocks:
-        raise MalformedAnswer(f"neither JSON nor 'C1' blocks with 'Sentences: …' lines: {text[:80]!r}")
+        raise MalformedAnswer(f"neither JSON nor 'C1' blocks with {lines_say} lines: {text[:80]!r}")
+    return [(label, "\n".join(lines)) for label, lines in blocks]
+
+
+def _plain_entries(text: str) -> list[dict]:
     entries = []
-    for label, lines in blocks:
+    for label, block in claim_blocks(text, lines_say="'Sentences: …'"):
         try:
-            named, summary = plain_selection("\n".join(lines))
+            named, summary = plain_selection(block)
         except MalformedAnswer:
             named, summary = [], ""
         entries.append({"claim": label, "sentence_ids": named, "summary": summary})

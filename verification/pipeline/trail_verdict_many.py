@@ -5,13 +5,12 @@ claim's round as trail_verdict shows it alone, labelled (C1, C2, ...), and the a
 label its reasoning and verdict. A label the answer leaves out, or whose verdict cannot be read,
 is asked again alone: no claim is given another's verdict or none."""
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from verification.pipeline.trail_graph import Trail
 from verification.pipeline.trail_select import NodeSelection, json_answer_complete
-from verification.pipeline.trail_select_many import claim_label
+from verification.pipeline.trail_select_many import claim_blocks, claim_label
 from verification.pipeline.trail_verdict import (
     ANSWER_TOKENS,
     MARK,
@@ -105,9 +104,6 @@ def _has_evidence(selections: Sequence[NodeSelection]) -> bool:
     return any(selection.sentence_ids for selection in selections)
 
 
-_CLAIM_HEADER = re.compile(r"^\W*(?:claim\s*)?C(\d{1,4})\b\W*(.*)$", re.IGNORECASE)
-
-
 def parse_verdicts(answer: Any, labels: Sequence[str]) -> dict[str, tuple[TrailVerdict, str]]:
     """The answer → {label: (verdict, reasoning)} for each label it settles (a label left out,
     unknown or without a readable verdict is not in it). JSON as asked, a bare list of entries,
@@ -137,13 +133,4 @@ def _labelled(entries: list) -> list[tuple[str, Any]]:
 
 def _plain_entries(text: str) -> list[tuple[str, Any]]:
     """Plain blocks, each (label, its lines) read as trail_verdict reads one answer."""
-    blocks: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        header = _CLAIM_HEADER.match(line)
-        if header:
-            blocks.append((f"C{int(header.group(1))}", [header.group(2)] if header.group(2) else []))
-        elif blocks:
-            blocks[-1][1].append(line)
-    if not blocks:
-        raise MalformedAnswer(f"neither JSON nor 'C1' blocks with 'Verdict: …' lines: {text[:80]!r}")
-    return [(label, "\n".join(lines)) for label, lines in blocks]
+    return claim_blocks(text, lines_say="'Verdict: …'")
