@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from . import lazy
+from . import lazy, stopwords
 from .segment import split_sentences
 from .types import Embedder, Page, PageSentences, Passage
 
@@ -32,17 +32,7 @@ FOLLOWERS = 6
 DENSE_WEIGHT = 0.5
 MAX_PAGE_SENTENCES = 3000
 
-# A small English stopword list kept here because NLTK's corpus needs a download.
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    out over own same she should so some such than that the their theirs them themselves then
-    there these they this those through to too under until up very was we were what when where
-    which while who whom why will with would you your yours yourself""".split()
-)
-_WORD = re.compile(r"\w")
+STOPWORDS = stopwords.ENGLISH
 
 
 class _BM25(BM25Okapi):
@@ -73,7 +63,6 @@ def split_page(page: Page) -> PageSentences:
 
 # nltk through `lazy`, which keeps it from importing scipy and scikit-learn (seconds of CPU).
 _STEMMER = lazy.load("nltk.stem.snowball").SnowballStemmer("english")
-wordpunct_tokenize = lazy.load("nltk.tokenize").wordpunct_tokenize
 
 
 @lru_cache(maxsize=200_000)
@@ -84,9 +73,9 @@ def _stem(word: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    return [
-        _stem(token) for token in wordpunct_tokenize(text.lower()) if _WORD.search(token) and token not in STOPWORDS
-    ]
+    # The words of wordpunct_tokenize (\w+|[^\w\s]+) that hold a word character are exactly its
+    # \w+ runs: found directly, a third of the time.
+    return [_stem(token) for token in _WORDS.findall(text.lower()) if token not in STOPWORDS]
 
 
 def select_passages(

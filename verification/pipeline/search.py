@@ -4,7 +4,7 @@ from dataclasses import replace
 from urllib.parse import urldefrag, urlsplit
 
 from .decompose import MAX_QUERY_CHARS
-from .passages import STOPWORDS
+from .stopwords import ENGLISH as STOPWORDS
 from .types import SearchHit, SearchProvider
 
 

@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
-
-from verification.pipeline.passages import Corpus, merge_windows, rank_sentences
+from verification.pipeline import lazy
 from verification.pipeline.segment import segment
 from verification.pipeline.types import Embedder, JsonLLM, MalformedAnswer
 
@@ -131,8 +129,14 @@ def node_sentences(text: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=32)
-def _corpus(sentences: tuple[str, ...]) -> Corpus:
-    return Corpus(sentences)
+def _corpus(sentences: tuple[str, ...]):
+    return _ranker().Corpus(sentences)
+
+
+def _ranker():
+    # Imported when a large node is first ranked: the ranker brings numpy and nltk (a quarter of a
+    # second of CPU), which a worker that never ranks a node should not pay for at its start.
+    return lazy.load("verification.pipeline.passages")
 
 
 def prompt_chunks(
@@ -173,9 +177,9 @@ def _kept(claim: str, sentences: tuple[str, ...], options: SelectionOptions, emb
     everything = list(range(len(sentences)))
     if not options.rank_top_k or not _large(sentences, options):
         return everything
-    scores = rank_sentences(claim, _corpus(sentences), embedder)
-    best = [int(i) for i in np.argsort(-scores, kind="stable")[: options.rank_top_k] if scores[i] > 0]
-    windows = merge_windows(best, options.context, len(sentences))
+    scores = _ranker().rank_sentences(claim, _corpus(sentences), embedder)
+    best = [int(i) for i in (-scores).argsort(kind="stable")[: options.rank_top_k] if scores[i] > 0]
+    windows = _ranker().merge_windows(best, options.context, len(sentences))
     return [i for start, end in windows for i in range(start, end + 1)]
 
 
