@@ -291,6 +291,29 @@ def test_http_checks_a_text_against_the_documents_given(http_url, world):
     assert world.serper.queries == [], "documents only: nothing searched"
 
 
+def test_http_checks_only_what_a_text_cites_and_flags_the_citation_that_contradicts_it(http_url, world):
+    news = world.sites[1].url + "/tower-story"
+    text = f"{CONTRADICTED} [1]\n\nSources:\n[1] Tower story {news}"
+    arguments = {"text": text, "citations": "only", "wait_seconds": 40}
+
+    async def session():
+        async with http(http_url) as client:
+            return answer_of(await client.call_tool("check_text", arguments))
+
+    answer = run_client(session)
+
+    assert answer["status"] == "done"
+    assert answer["citations"] == "1 citation: 1 contradicts it"
+    (sentence,) = answer["sentences"]
+    assert sentence["text"] == CONTRADICTED, "the marker is not part of the sentence"
+    assert sentence["flagged_citations"] == [{"marker": "[1]", "url": news, "outcome": "contradicts its sentence"}]
+    # What the source says instead is the claim's evidence, as for any page.
+    (claim,) = sentence["flagged_claims"]
+    assert claim["outcome"] == "contradicted" and claim["evidence"]["url"] == news
+    assert "flagged_citations" in answer["how_to_read"]
+    assert world.serper.queries == [], "cited sources only: nothing searched"
+
+
 def test_http_answers_at_once_then_waits_and_checks_a_trail_whose_texts_stay_its_creators(http_url, world):
     async def session():
         async with http(http_url) as client, http(http_url, OTHER_TOKEN) as other:

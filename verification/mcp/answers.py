@@ -6,6 +6,15 @@ functions over the result JSON the API serves (selectors.verification_result, tr
 import json
 
 from verification.scoring import PENDING
+from verification.scoring.citations import (
+    CITATION_PENDING,
+    CONTRADICTS,
+    COULD_NOT_BE_READ,
+    DOES_NOT_EXIST,
+    DOES_NOT_SAY,
+    UNRESOLVED,
+    citation_summary,
+)
 from verification.scoring.trails import UNSUPPORTED
 
 # A tool's answer, in characters of JSON: about 3,000 tokens, room for a model to read it and
@@ -23,6 +32,12 @@ HOW_TO_READ = (
     "Revise the sentences whose claims are flagged: 'contradicted' (a source says otherwise: use its passage), "
     "'mixed' (sources disagree), 'unconfirmed' or 'no_evidence' (nothing read confirms it: soften or remove it). "
     "Bands: green well supported, orange partly, red poorly, none nothing counted."
+)
+# A text's own citations a reviser should fix: the source says otherwise or not this, or is not there.
+FLAGGED_CITATIONS = (CONTRADICTS, DOES_NOT_SAY, DOES_NOT_EXIST, COULD_NOT_BE_READ, UNRESOLVED)
+HOW_TO_READ_CITATIONS = (
+    "Each sentence's flagged_citations are its own citations whose source contradicts it, does not say it, does "
+    "not exist, could not be read, or is a marker that points to no source: fix the citation or the sentence."
 )
 
 
@@ -58,7 +73,26 @@ def text_answer(result: dict, *, permalink: str) -> str:
         head["progress"] = progress_words(result["progress"])
         head["note"] = "Still running: what is below is what is done so far. Call get_result again, with wait_seconds."
     head["how_to_read"] = HOW_TO_READ
-    return _capped(head, [_sentence(s) for s in result["sentences"]], permalink=permalink)
+    citations = result.get("citations") or []
+    if citations:
+        head["citations"] = citation_summary(result["citation_counts"])
+        head["how_to_read"] += " " + HOW_TO_READ_CITATIONS
+    rows = [_sentence(s) for s in result["sentences"]]
+    for row in rows:
+        its_own = [c for c in citations if c["sentence"] == row["index"]]
+        flagged = [_citation(c) for c in its_own if c["outcome"] in FLAGGED_CITATIONS]
+        if flagged:
+            row["flagged_citations"] = flagged
+        elif any(c["outcome"] == CITATION_PENDING for c in its_own):
+            row["citations_pending"] = True
+    return _capped(head, rows, permalink=permalink)
+
+
+def _citation(citation: dict) -> dict:
+    row = {"marker": citation["marker"], "url": citation["url"], "outcome": citation["outcome_label"]}
+    if citation["reason"]:
+        row["why"] = shorten(citation["reason"], RATIONALE_CHARS)
+    return row
 
 
 def _sentence(sentence: dict) -> dict:
@@ -156,7 +190,7 @@ def _capped(head: dict, sentences: list[dict], *, permalink: str) -> str:
     sentences left out are counted, with where to read them."""
     # Room kept for the note on what was left out.
     budget = MAX_ANSWER_CHARS - len(to_json(head)) - 300
-    ordered = sorted(sentences, key=lambda row: ("flagged_claims" not in row, row["index"]))
+    ordered = sorted(sentences, key=lambda row: (not _flagged(row), row["index"]))
     kept, used = [], 0
     for row in ordered:
         size = len(to_json(row)) + 1
@@ -170,6 +204,10 @@ def _capped(head: dict, sentences: list[dict], *, permalink: str) -> str:
         answer["sentences_left_out"] = left_out
         answer["rest"] = f"{left_out} sentences did not fit in this answer: read them all at {permalink}"
     return to_json(answer)
+
+
+def _flagged(row: dict) -> bool:
+    return "flagged_claims" in row or "flagged_citations" in row
 
 
 def to_json(value) -> str:

@@ -30,10 +30,13 @@ class Refused(Exception):
     """The API's 4xx or 5xx, in its words: the tool answers it as a tool error."""
 
 
-def text_start(who: Identity, *, text: str, evidence: str, documents: list[str]) -> Verification:
+def text_start(
+    who: Identity, *, text: str, evidence: str, documents: list[str], citations: str = "also_search"
+) -> Verification:
     """POST /api/verifications with JSON (documents by address; files are the API's)."""
     form = VerificationForm(
-        data={"text": text, "evidence": evidence, "sources": "\n".join(documents)}, files=MultiValueDict()
+        data={"text": text, "evidence": evidence, "sources": "\n".join(documents), "citations": citations},
+        files=MultiValueDict(),
     )
     if not form.is_valid():
         raise Refused(form.refusal())

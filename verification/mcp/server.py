@@ -16,6 +16,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from verification.inputs.documents import EVIDENCE_MODES
+from verification.inputs.forms import CITATION_MODES
 from verification.mcp import answers, calls, identity
 from verification.models import SourceType
 from verification.pipeline.trail_graph import TRAIL_JSON_SCHEMA
@@ -38,6 +39,7 @@ INSTRUCTIONS = (
 server = MCPServer("factsite", instructions=INSTRUCTIONS)
 
 Evidence = Literal[tuple(mode for mode, _ in EVIDENCE_MODES)]
+Citations = Literal[tuple(mode for mode, _ in CITATION_MODES)]
 WaitSeconds = Annotated[
     int,
     Field(
@@ -118,14 +120,25 @@ async def check_text(
         list[str] | None,
         Field(description="Addresses (http or https) of pages or files to read as evidence, with documents or both."),
     ] = None,
+    citations: Annotated[
+        Citations,
+        Field(
+            description="What to do with the text's own citations ([1], links, a Sources list), which are always "
+            "read and judged against their sentence: also_search (the default) searches the web as well; only: "
+            "the cited sources alone."
+        ),
+    ] = "also_search",
     wait_seconds: WaitSeconds = 0,
 ) -> str:
     """Check the factual claims of a text: each sentence is split into claims, each claim searched and judged
     against what the pages say. The answer gives per sentence its band (green, orange, red) and score, and each
-    claim that is contradicted or unsupported with its best evidence (URL, passage, rationale), in at most
-    12,000 characters; the permalink has the rest."""
+    claim that is contradicted or unsupported with its best evidence (URL, passage, rationale); for a text with
+    citations, whether each cited source says what its sentence says. At most 12,000 characters; the permalink
+    has the rest."""
     who = _who(ctx)
-    verification = await _db(calls.text_start, who, text=text, evidence=evidence, documents=documents or [])
+    verification = await _db(
+        calls.text_start, who, text=text, evidence=evidence, documents=documents or [], citations=citations
+    )
     return await _answer(ctx, who, str(verification.pk), wait_seconds)
 
 
