@@ -164,6 +164,64 @@ def shared_embedder(name: str) -> SentenceEmbedder:
     return loaded
 
 
+# --- a text in another language than English: a multilingual model, or BM25 alone
+
+# What ranks the passages of a text in another language: a sentence-transformers model trained on
+# parallel sentences of 50+ languages, the same size and shape as the English model (MiniLM,
+# 384 dimensions, mean pooling), so it runs on the same backends. The hub gives it to a machine
+# with internet on its first use (or scripts/setup.sh's export); with none, BM25 ranks alone.
+DEFAULT_MULTILINGUAL_MODEL = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+_unavailable: dict[str, str] = {}
+
+
+def multilingual_model_name() -> str:
+    """EMBEDDING_MODEL_MULTILINGUAL (read here like EMBEDDING_BACKEND: the CPU pool's processes
+    have no Django settings); empty: no dense ranking for other languages."""
+    return os.environ.get("EMBEDDING_MODEL_MULTILINGUAL", DEFAULT_MULTILINGUAL_MODEL).strip()
+
+
+def embedder_for(
+    language: str | None, english_model: str | None, claim_language: str | None = None
+) -> SentenceEmbedder | None:
+    """What re-scores a page's passages in `language` (ISO 639-1) for claims in `claim_language`
+    (the page's when not given) when dense ranking is on (`english_model`, the run's
+    EMBEDDING_MODEL; None: sparse, no model at all): that model when both are English or not
+    known, else the multilingual one (it also matches a Spanish claim to an English page), or
+    None (BM25 per language) when that is not set or cannot be loaded."""
+    if not english_model:
+        return None
+    if all((code or "en").lower() == "en" for code in (language, claim_language)):
+        return shared_embedder(english_model)
+    name = multilingual_model_name()
+    return optional_embedder(name) if name else None
+
+
+def optional_embedder(name: str) -> SentenceEmbedder | None:
+    """shared_embedder(name), or None when the model cannot be loaded (no internet to fetch it, a
+    wrong name): passages are then ranked by BM25 alone. Said once per process and model; later
+    calls do not try again."""
+    if name in _unavailable:
+        return None
+    try:
+        return shared_embedder(name)
+    except Exception as error:  # any failure to load: the run goes on without dense ranking
+        with _load_lock:
+            first = name not in _unavailable
+            _unavailable[name] = str(error)
+        if first:
+            logger.warning(
+                "embedding model %s could not be loaded (%s): passages in other languages than English "
+                "are ranked by BM25 alone",
+                name,
+                _first_line(error),
+            )
+        return None
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+
+
 def load_embedder(name: str, backend: str | None = None) -> SentenceEmbedder:
     """The model on `backend` (default: EMBEDDING_BACKEND). An ONNX backend that cannot be
     built for this model (an unusual module stack, onnxruntime missing) falls back to torch."""

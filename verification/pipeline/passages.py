@@ -9,7 +9,10 @@ the CPU, and beats either signal alone (see ENVIRONMENT.md, passage selection).
 The shortlist is BM25's best sentences plus the sentence after each of the very best: evidence
 often goes on in a sentence that names its subject only as "it" or "the company", which shares
 no word with the claim. A line the page repeats (its title as meta title, heading and
-breadcrumb; a caption) is ranked once: its copies take no slot in the top K or the shortlist."""
+breadcrumb; a caption) is ranked once: its copies take no slot in the top K or the shortlist.
+
+A page in another language than English is split and tokenised in that language (`language`,
+ISO 639-1: segment.py and language_words.py); English is the default."""
 
 import math
 import re
@@ -19,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from . import lazy, stopwords
+from . import language_words, lazy, stopwords
 from .segment import split_sentences
 from .types import Embedder, Page, PageSentences, Passage
 
@@ -45,18 +48,18 @@ class _BM25(BM25Okapi):
         self.average_idf = sum(self.idf.values()) / max(1, len(self.idf))
 
 
-def page_sentences(text: str) -> list[str]:
+def page_sentences(text: str, language: str = "en") -> list[str]:
     """The page's sentences, line by line (extraction puts each block on its own line)."""
-    sentences = [span.text for span in split_sentences(text)]
+    sentences = [span.text for span in split_sentences(text, language=language)]
     return sentences[:MAX_PAGE_SENTENCES]
 
 
-def split_page(page: Page) -> PageSentences:
+def split_page(page: Page, language: str = "en") -> PageSentences:
     return PageSentences(
         url=page.url,
         final_url=page.final_url,
         title=page.title,
-        sentences=tuple(page_sentences(page.text)),
+        sentences=tuple(page_sentences(page.text, language)),
         published=page.published,
     )
 
@@ -78,6 +81,12 @@ def tokenize(text: str) -> list[str]:
     return [_stem(token) for token in _WORDS.findall(text.lower()) if token not in STOPWORDS]
 
 
+def tokenizer(language: str | None) -> Callable[[str], list[str]]:
+    """How BM25 reads a text in `language`: `tokenize` for English (or no language), else
+    language_words's tokenizer for it."""
+    return tokenize if language_words.english(language) else language_words.tokenizer(language)
+
+
 def select_passages(
     claim: str,
     sentences: Sequence[str],
@@ -85,12 +94,14 @@ def select_passages(
     top_k: int,
     context: int,
     embedder: Embedder | None = None,
+    language: str = "en",
 ) -> list[Passage]:
     """Up to `top_k` best sentences, each with `context` sentences either side, overlapping
-    windows merged; passages best first. `embedder` switches on dense re-scoring."""
+    windows merged; passages best first. `embedder` switches on dense re-scoring. `language` is
+    the sentences' when they are not a Corpus (which knows its own)."""
     if not sentences:
         return []
-    corpus = sentences if isinstance(sentences, Corpus) else Corpus(sentences)
+    corpus = sentences if isinstance(sentences, Corpus) else Corpus(sentences, language)
     scores = rank_sentences(claim, corpus, embedder)
     best = _first_distinct(corpus, np.argsort(-scores, kind="stable"), top_k, scores)
     windows = merge_windows(best, context, len(sentences))
@@ -100,10 +111,12 @@ def select_passages(
 
 class Corpus(Sequence[str]):
     """A page's sentences with their BM25 index, built once for every claim ranked against the
-    page (tokenising a long page costs more than ranking it)."""
+    page (tokenising a long page costs more than ranking it), tokenised in the page's language."""
 
-    def __init__(self, sentences: Sequence[str]) -> None:
+    def __init__(self, sentences: Sequence[str], language: str = "en") -> None:
         self.sentences = list(sentences)
+        self.language = language
+        self.tokenize = tokenizer(language)
         self._bm25: _BM25 | None = None
         self._keys: list[str] | None = None
 
@@ -116,7 +129,7 @@ class Corpus(Sequence[str]):
     @property
     def bm25(self) -> _BM25:
         if self._bm25 is None:
-            self._bm25 = _BM25([tokenize(s) or ["\0"] for s in self.sentences])
+            self._bm25 = _BM25([self.tokenize(s) or ["\0"] for s in self.sentences])
         return self._bm25
 
     @property
@@ -144,9 +157,9 @@ def _first_distinct(corpus: Corpus, order: Sequence[int], count: int, scores: np
     return chosen
 
 
-def rank_sentences(claim: str, sentences: Sequence[str], embedder: Embedder | None) -> np.ndarray:
-    query = tokenize(claim)
-    corpus = sentences if isinstance(sentences, Corpus) else Corpus(sentences)
+def rank_sentences(claim: str, sentences: Sequence[str], embedder: Embedder | None, language: str = "en") -> np.ndarray:
+    corpus = sentences if isinstance(sentences, Corpus) else Corpus(sentences, language)
+    query = corpus.tokenize(claim)
     sparse = np.asarray(corpus.bm25.get_scores(query), dtype=float) if query else np.zeros(len(sentences))
     sparse = np.clip(sparse, 0, None)
     if embedder is None:
@@ -222,19 +235,24 @@ def judged_text(
     passage: str,
     highlights: Sequence[tuple[int, int]],
     related: Callable[[set[str], set[str], Sequence[set[str]]], bool] = shares_a_word,
+    language: str = "en",
 ) -> str:
     """What the judge reads of an excerpt: the ranker's chosen sentences (`highlights`) and,
     of their context, the sentences `related` to the claim (they share a word with it) or that
     come right before a kept sentence opening with "it", "she", "this"… (they may be what it
     refers to). Context with no word of the claim is what the ranker scored unrelated: filler,
     menus, captions. Left-out text is marked with an ellipsis, as between excerpts. Without
-    highlights (nothing says what the ranker chose) the passage is read whole."""
+    highlights (nothing says what the ranker chose) the passage is read whole. `language` is the
+    passage's (its sentences and words are read in it)."""
     if not highlights:
         return passage
-    words = set(tokenize(claim))
+    words_of = tokenizer(language)
+    words = set(words_of(claim))
     excerpts, at = [], 0
     for excerpt in passage.split(EXCERPT_GAP):
-        excerpts.append([(span, set(tokenize(span.text))) for span in split_sentences(excerpt, offset=at)])
+        excerpts.append(
+            [(span, set(words_of(span.text))) for span in split_sentences(excerpt, offset=at, language=language)]
+        )
         at += len(excerpt) + len(EXCERPT_GAP)
     every = [sentence_words for spans in excerpts for _, sentence_words in spans]
     runs: list[str] = []  # kept sentences in a row, an ellipsis between runs

@@ -5,7 +5,15 @@ this module instead of the punkt model (which cannot be downloaded everywhere), 
 splits the same way. LLM answers glue sentences ("accuracy.I hope") and use lists, so newlines
 always split, glued sentences are split, and a bare list marker stays with the text after it.
 Chinese and Japanese put no space after 。！？, so Punkt never sees those ends: the text is cut
-after them before Punkt reads it."""
+after them before Punkt reads it, and after the ends Punkt does not know in other scripts (the
+danda । ॥ of Hindi and Bengali, the Arabic ؟ and the Urdu ۔; the Arabic comma ، ends no sentence).
+Thai has no sentence punctuation: a space between two Thai letters is taken for a sentence end
+(the whitespace rule of Thai sentence splitters; it also cuts where a writer spaces clauses).
+
+`language` (ISO 639-1) adds that language's abbreviations to Punkt's list ("z.B." in German,
+"Sra." in Spanish, "Mme" in French) and, in German, keeps an ordinal ("am 3. Oktober") inside its
+sentence. The rules of a script hold whatever the language, so a text whose language could not
+be told is still split at its script's sentence ends."""
 
 import re
 from collections.abc import Iterator
@@ -27,6 +35,19 @@ ABBREVIATIONS = frozenset(
     mg kg km cm mm ml oz lb lbs hr hrs min sec yr yrs
     """.split()
 )
+
+# Each language's abbreviations beyond ABBREVIATIONS (which hold for every language: "Dr.",
+# "etc.", "U.S."), as Punkt stores them.
+LANGUAGE_ABBREVIATIONS = {
+    "de": """z.b bzw usw u.a u.ä d.h s.o s.u vgl ggf evtl inkl zzgl bspw mio mrd abs nr str hr fr jh jhd
+        v.chr n.chr chr tel gegr geb gest dt engl franz lat ca o.ä u.v.m z.t""",
+    "es": """sr sra srta sres dra ud uds dña d pág págs núm art av avda ee.uu p.ej aprox lic ing cía s.a
+        a.c d.c tel cap máx mín""",
+    "fr": "m mm mme mmes mlle mlles pr env ex p.ex apr av j.-c chap éd coll max hab ste st bd",
+    "it": "sig sigg dott dott.ssa ing avv ecc pag art s.p.a a.c d.c n ca",
+    "pt": "sr sra srs dra pág art av n.º a.c d.c s.a ltda aprox cia p.ex",
+    "nl": "bijv o.a d.w.z enz nr dhr mevr ca blz jl m.b.t t.o.v",
+}
 
 # Paragraph chunks handed to the LLM as context stay under this many characters.
 CONTEXT_BUDGET_CHARS = 3000
@@ -55,6 +76,18 @@ _CJK_END = re.compile(
 # 「…。」と言った: a quotation followed by と / って goes on inside the same Japanese sentence.
 _QUOTATIVE = ("と", "って")
 
+# Sentence ends of other scripts that Punkt does not know, and a Thai sentence end: the spaces
+# between two Thai letters (see the module's docstring).
+_THAI = "\u0e01-\u0e5b"
+_SCRIPT_END = re.compile(rf"[।॥؟۔]+[{re.escape(_CLOSERS)}]*|(?<=[{_THAI}]) +(?=[{_THAI}])")
+# "am 3. Oktober", "im 19. Jahrhundert": in German a number with a period is an ordinal when what
+# follows is a month, a century, or a lowercase word; Punkt, untrained, cuts after it.
+_GERMAN_ORDINAL = re.compile(r"(?<![\w.])\d{1,2}\.$")
+_GERMAN_AFTER_ORDINAL = re.compile(
+    r"(?:Januar|Jänner|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November|Dezember"
+    r"|Jahrhunderts?|Jh\.)\b|[a-zäöüß]"
+)
+
 # A capital, or (after a letter, so "1.首先" list items stay whole) a Chinese or Japanese character.
 _GLUED = re.compile(rf"(?<=[a-z0-9][.!?])(?=[A-Z])|(?<=[a-z][.!?])(?=[{_CJK}])")
 # ASCII, as every abbreviation is: in "例如e.g.中文" the word is "e.g", not "例如e.g".
@@ -64,7 +97,7 @@ _LONGEST_ABBREVIATION = max(map(len, ABBREVIATIONS))
 # "R.N.", "B.C.E.", "A. D.": letters each followed by a period, at the end of a span.
 _INITIALISM_END = re.compile(r"(?<![\w.])(?:[A-Za-z]\. ?){1,}[A-Za-z]\.$")
 # Where a piece may end: a sentence end and the space after it (a CJK full stop needs none).
-_PIECE_END = re.compile(rf"[.!?]+[\"'{re.escape(_CLOSERS)}]*\s+|[。｡！？]+[{re.escape(_CLOSERS)}]*\s*")
+_PIECE_END = re.compile(rf"[.!?]+[\"'{re.escape(_CLOSERS)}]*\s+|[。｡！？।॥؟۔]+[{re.escape(_CLOSERS)}]*\s*")
 _CONTINUES = re.compile(r"[a-z0-9(\[,;:]")
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+]|#{1,6})\s*$")
 # A list number glued to the end of the sentence before it ("…Apple Inc.2." before "Microsoft…",
@@ -73,38 +106,46 @@ _LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+]|#{1,6})\s*$
 _GLUED_MARKER = re.compile(r"(?<=[A-Za-z)\]\"'”’][.!?:;])\s?(\d{1,3}[.)])$")
 
 
+def _punkt(language: str = "en"):
+    """Punkt with ABBREVIATIONS and the language's own (one tokenizer per language)."""
+    return _punkt_with(LANGUAGE_ABBREVIATIONS.get(language, ""))
+
+
 @cache
-def _punkt():
+def _punkt_with(extra_abbreviations: str):
     # Imported at first use: importing nltk imports all of it, ~0.6 s of CPU (2.4 s with the
     # scipy and scikit-learn that `lazy` keeps out) that a starting web server should not wait for.
     punkt = lazy.load("nltk.tokenize.punkt")
     params = punkt.PunktParameters()
-    params.abbrev_types = set(ABBREVIATIONS)
+    params.abbrev_types = set(ABBREVIATIONS) | set(extra_abbreviations.split())
     return punkt.PunktSentenceTokenizer(params)
 
 
-def split_sentences(text: str, offset: int = 0) -> list[Span]:
+def split_sentences(text: str, offset: int = 0, language: str = "en") -> list[Span]:
     """Sentences of one paragraph (or any text), as spans into the text they came from."""
     spans: list[Span] = []
     for start, end in _pieces(text):
-        spans.extend(_piece_sentences(text[start:end], offset + start))
+        spans.extend(_piece_sentences(text[start:end], offset + start, language))
     return spans
 
 
-def _piece_sentences(text: str, offset: int) -> list[Span]:
+def _piece_sentences(text: str, offset: int, language: str = "en") -> list[Span]:
     spans: list[Span] = []
     for line_start, line in _lines(text):
-        for start, end in _punkt_spans(line):
-            for piece_start, piece_end in _split_glued(line, start, end):
+        for start, end in _punkt_spans(line, language):
+            for piece_start, piece_end in _split_glued(line, start, end, language):
                 spans.extend(_cut_long(line, piece_start, piece_end, offset + line_start))
     spans = _attach_stray_punctuation(_merge_list_markers(spans, text, offset), text, offset)
+    if language == "de":
+        spans = _rejoin_german_ordinals(spans, text, offset)
     return _move_glued_markers(_rejoin_initialisms(spans, text, offset), text, offset)
 
 
-def segment(text: str) -> list[SegmentedSentence]:
+def segment(text: str, language: str = "en") -> list[SegmentedSentence]:
+    """The text's sentences, `language` (ISO 639-1) its language: see the module's docstring."""
     sentences: list[SegmentedSentence] = []
     for paragraph_index, (para_start, paragraph) in enumerate(_paragraphs(text)):
-        spans = [s for s in split_sentences(paragraph, para_start) if _has_words(s.text)]
+        spans = [s for s in split_sentences(paragraph, para_start, language) if _has_words(s.text)]
         for chunk in _chunks(spans):
             context = tuple(s.text for s in chunk)
             for position, span in enumerate(chunk):
@@ -169,14 +210,16 @@ def _paragraphs(text: str) -> Iterator[tuple[int, str]]:
         yield match.start(), match.group()
 
 
-def _punkt_spans(line: str) -> Iterator[tuple[int, int]]:
-    """Punkt runs on each piece between CJK sentence ends: on the whole line it would read
-    "美国。U.S." as one word and break after it."""
+def _punkt_spans(line: str, language: str = "en") -> Iterator[tuple[int, int]]:
+    """Punkt runs on each piece between CJK sentence ends (on the whole line it would read
+    "美国。U.S." as one word and break after it) and those of other scripts."""
+    tokenizer = _punkt(language)
     for piece_start, piece_end in _split_cjk(line):
-        # Listed first: the guard's clock runs until the scan ends, through whatever the caller does
-        # between two sentences.
-        for start, end in list(_punkt().span_tokenize(line[piece_start:piece_end])):
-            yield piece_start + start, piece_start + end
+        for part_start, part_end in _split_script_ends(line, piece_start, piece_end):
+            # Listed first: the guard's clock runs until the scan ends, through whatever the caller
+            # does between two sentences.
+            for start, end in list(tokenizer.span_tokenize(line[part_start:part_end])):
+                yield part_start + start, part_start + end
 
 
 def _split_cjk(line: str) -> Iterator[tuple[int, int]]:
@@ -189,14 +232,43 @@ def _split_cjk(line: str) -> Iterator[tuple[int, int]]:
     yield cut, len(line)
 
 
-def _split_glued(line: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+def _split_script_ends(line: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """[start, end) cut after each of _SCRIPT_END's ends (a piece of only spaces is skipped)."""
+    cut = start
+    for match in _SCRIPT_END.finditer(line, start, end):
+        if line[cut : match.end()].strip():
+            yield cut, match.end()
+        cut = match.end()
+    if line[cut:end].strip():
+        yield cut, end
+
+
+def _split_glued(line: str, start: int, end: int, language: str = "en") -> Iterator[tuple[int, int]]:
     cut = start
     for match in _GLUED.finditer(line, start, end):
-        if _abbreviation_before(line, cut, match.start()):
+        if _abbreviation_before(line, cut, match.start()) or _inside_language_abbreviation(
+            line, match.start(), language
+        ):
             continue
         yield cut, match.start()
         cut = match.start()
     yield cut, end
+
+
+def _inside_language_abbreviation(line: str, at: int, language: str) -> bool:
+    """Whether `at` is inside one of the language's abbreviations written without spaces, as
+    German "z.B." (read as glued sentences "z." and "B." otherwise)."""
+    extra = LANGUAGE_ABBREVIATIONS.get(language)
+    if not extra:
+        return False
+    start = max(line.rfind(" ", 0, at), line.rfind("\t", 0, at)) + 1
+    end = next((i for i in range(at, len(line)) if line[i].isspace()), len(line))
+    return line[start:end].lower().rstrip(".,;:!?)") in _abbreviation_set(extra)
+
+
+@cache
+def _abbreviation_set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
 
 
 def _abbreviation_before(text: str, start: int, end: int) -> bool:
@@ -268,6 +340,25 @@ def _rejoin_initialisms(spans: list[Span], text: str, offset: int) -> list[Span]
             joined
             and _INITIALISM_END.search(joined[-1].text)
             and _CONTINUES.match(span.text)
+            and "\n" not in text[joined[-1].end - offset : span.start - offset]
+        ):
+            previous = joined[-1]
+            span = Span(text[previous.start - offset : span.end - offset], previous.start, span.end)
+            joined[-1] = span
+        else:
+            joined.append(span)
+    return joined
+
+
+def _rejoin_german_ordinals(spans: list[Span], text: str, offset: int) -> list[Span]:
+    """German "am 3. Oktober", "im 19. Jahrhundert", "der 2. größte": the ordinal's period ends no
+    sentence (see _GERMAN_AFTER_ORDINAL)."""
+    joined: list[Span] = []
+    for span in spans:
+        if (
+            joined
+            and _GERMAN_ORDINAL.search(joined[-1].text)
+            and _GERMAN_AFTER_ORDINAL.match(span.text)
             and "\n" not in text[joined[-1].end - offset : span.start - offset]
         ):
             previous = joined[-1]

@@ -49,14 +49,24 @@ def read_page(document: FetchedDocument, *, pdf_max_pages: int | None = None) ->
 
 
 def choose_excerpts(
-    claims: Sequence[str], sentences: Sequence[str], *, top_k: int, context: int, embedding_model: str | None
+    claims: Sequence[str],
+    sentences: Sequence[str],
+    *,
+    top_k: int,
+    context: int,
+    embedding_model: str | None,
+    language: str = "en",
+    claim_language: str | None = None,
 ) -> list[Passage | None]:
     """Each claim's evidence from one page: its best passages as one excerpt, or None. All the
-    claims waiting for a page in one call, so the page is tokenised once."""
+    claims waiting for a page in one call, so the page is tokenised once. `language` is the
+    page's (the claims' is `claim_language`, the same when not given): another than English is
+    tokenised in it and re-scored by the multilingual model, or ranked by BM25 alone when that
+    model cannot be loaded (clients/embeddings.embedder_for)."""
     passages = lazy.load("verification.pipeline.passages")
     embeddings = lazy.load("verification.clients.embeddings")
-    embedder = embeddings.shared_embedder(embedding_model) if embedding_model else None
-    corpus = passages.Corpus(sentences)
+    embedder = embeddings.embedder_for(language, embedding_model, claim_language)
+    corpus = passages.Corpus(sentences, language)
     return [
         passages.page_excerpt(passages.select_passages(claim, corpus, top_k=top_k, context=context, embedder=embedder))
         for claim in claims

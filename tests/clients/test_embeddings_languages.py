@@ -1,0 +1,66 @@
+"""The multilingual re-scorer (issue 36): a page or claim in another language than English is
+re-scored by EMBEDDING_MODEL_MULTILINGUAL; when that model cannot be loaded (no internet to fetch
+it here), its passages are ranked by BM25 in their language, it is said once in the log, and the
+reading step still ends with its passages."""
+
+import logging
+
+import pytest
+
+from verification.clients import embeddings
+from verification.worker import cpu_work
+
+ENGLISH_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+PAGE = [
+    "Der Bus wurde von der Stadt gekauft.",
+    "Im Mai erteilten die Behörden den neuen Impfstoffen die Zulassung.",
+    "Das Wetter war am Wochenende schön.",
+]
+CLAIM = "Der neue Impfstoff wurde von der Behörde zugelassen."
+
+
+@pytest.fixture
+def missing_model(tmp_path, monkeypatch):
+    """EMBEDDING_MODEL_MULTILINGUAL names a model that is nowhere (and the hub is never asked)."""
+    name = str(tmp_path / "no-such-multilingual-model")
+    monkeypatch.setenv("EMBEDDING_MODEL_MULTILINGUAL", name)
+    monkeypatch.setenv("EMBEDDING_CACHE_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return name
+
+
+def test_the_default_multilingual_model_is_a_sentence_transformers_one(monkeypatch):
+    monkeypatch.delenv("EMBEDDING_MODEL_MULTILINGUAL", raising=False)
+
+    assert embeddings.multilingual_model_name() == "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+
+
+def test_a_model_that_cannot_be_loaded_leaves_bm25_in_the_pages_language_and_the_step_ends(missing_model, caplog):
+    caplog.set_level(logging.WARNING, logger=embeddings.logger.name)
+
+    chosen = [
+        cpu_work.choose_excerpts([CLAIM], PAGE, top_k=1, context=0, embedding_model=ENGLISH_MODEL, language="de")
+        for _ in range(2)
+    ]
+
+    assert [excerpt.text for (excerpt,) in chosen] == [PAGE[1], PAGE[1]]
+    said = [r.getMessage() for r in caplog.records if "ranked by BM25 alone" in r.getMessage()]
+    assert len(said) == 1 and missing_model in said[0]
+
+
+def test_a_claim_in_another_language_than_its_page_asks_for_the_multilingual_model(missing_model):
+    assert embeddings.embedder_for("en", ENGLISH_MODEL, claim_language="es") is None  # it cannot load here
+    assert embeddings.embedder_for("de", None) is None  # sparse mode: no model at all
+
+
+def test_no_multilingual_model_set_means_bm25_for_other_languages_without_trying_one(monkeypatch):
+    monkeypatch.setenv("EMBEDDING_MODEL_MULTILINGUAL", "")
+
+    assert embeddings.embedder_for("zh", ENGLISH_MODEL) is None
+
+
+def test_english_pages_keep_the_english_model():
+    english = embeddings.embedder_for("en", ENGLISH_MODEL)
+
+    assert english is embeddings.shared_embedder(ENGLISH_MODEL)
+    assert embeddings.embedder_for(None, ENGLISH_MODEL) is english
