@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from tests.conftest import ROOT
 from tests.fakes import FakePage, FakeSite
+from tests.trail_fixtures import GRAPHRAG, HALVARD, MARLOW, QUENBY
 from verification import tasks
 from verification.models import Claim, TrailRound, TrailSelection, Verification, WorkerProcess
 from verification.pipeline import trail_select, trail_select_many, trail_verdict_many
@@ -462,3 +463,30 @@ def test_rounds_of_a_verdict_task_whose_worker_died_on_this_machine_are_taken_ov
         assert time.monotonic() < deadline, "the claims did not go on from their judged rounds"
         time.sleep(0.1)
     assert verdicts_of(client.get(f"/api/trails/{run_id}").json()) == before
+
+
+def test_a_graphrag_answers_markers_never_reach_a_claim_and_the_report_a_sentence_cites_is_read_first(
+    client, world, celery_worker
+):
+    nodes = copy.deepcopy(GRAPHRAG["nodes"])
+    answer = f"{MARLOW[:-1]} [Data: Reports (2)]. {QUENBY[:-1]} [Data: Reports (3, 1)].\n\nNo citation here, {HALVARD}"
+    nodes[-1]["text"] = answer
+
+    result = wait_for(client, start(client, {"trail": {"nodes": nodes}}))
+
+    assert result["status"] == "done", result["error"]
+    claims = by_text(result)
+    assert not any("Data" in text or "[" in text for text in claims)
+    # Each sentence's span is in the final text as given (the page shows it with its markers).
+    assert [answer[s["start"] : s["end"]] for s in result["sentences"]] == [
+        f"{MARLOW[:-1]} [Data: Reports (2)].",
+        f"{QUENBY[:-1]} [Data: Reports (3, 1)].",
+        f"No citation here, {HALVARD}",
+    ]
+    marlow, quenby = claims[MARLOW], claims[QUENBY]
+    assert marlow["rounds"][0]["candidates"] == ["report-2", "report-1", "report-3"]
+    assert marlow["verdict"] == "fully_supported"
+    assert quenby["rounds"][0]["candidates"] == ["report-3", "report-1", "report-2"]
+    assert quenby["entered"]["nodes"] == ["report-3"]
+    uncited = next(claim for text, claim in claims.items() if "Halvard" in text)
+    assert uncited["rounds"][0]["candidates"] == ["report-1", "report-2", "report-3"]

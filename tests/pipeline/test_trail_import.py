@@ -9,7 +9,6 @@ from tests.trail_model import TrailTestModel
 from verification.pipeline.trail_graph import Trail
 from verification.pipeline.trail_import import (
     TrailImportError,
-    cited_reports,
     graphrag_trail,
     json_trail,
     langchain_map_reduce_trail,
@@ -362,16 +361,54 @@ def test_a_trail_result_without_its_texts_holds_no_trail():
         result_trail({"kind": "trail", "nodes": [withheld, result_node("f", "Final.", ["a"], stage=1)]})
 
 
+def answer_inputs(trail: Trail) -> tuple[str, ...]:
+    return trail.inputs("answer")
+
+
 @pytest.mark.parametrize(
-    ("answer", "reports"),
+    ("answer", "inputs"),
     [
-        ("Mills ground barley [Data: Reports (2, 7)]. Rivers froze [Data: Reports (7, 11)].", [2, 7, 11]),
-        ("Both [Data: Sources (3); Reports (4)].", [4]),
-        ("Many [Data: Reports (1, 2, 3, 4, 5, +more)].", None),
-        ("No markers at all.", None),
-        ("Only entities [Data: Entities (5, 6)].", None),
+        ("Mills ground barley [Data: Reports (2, 0)]. Rivers froze [Data: Reports (0)].", ("report-0", "report-2")),
+        ("Both [Data: Sources (13); Reports (1)].", ("report-1", "text-unit-13")),
+        ("Only a text unit [Data: Sources (12, 99)].", ("text-unit-12",)),
+        ("Many [Data: Reports (1, 2, +more)].", ("report-0", "report-1", "report-2")),
+        ("One report no index has [Data: Reports (42, 2)].", ("report-2",)),
+        ("No markers at all [1].", ("report-0", "report-1", "report-2")),
+        ("In code: `[Data: Reports (1)]`.", ("report-0", "report-1", "report-2")),
     ],
-    ids=["two-markers", "beside-sources", "cut-short", "none", "entities-only"],
+    ids=["reports", "beside-sources", "sources-only", "cut-short", "unknown-id", "none", "in-code"],
 )
-def test_the_reports_a_graphrag_answer_cites(answer, reports):
-    assert cited_reports(answer) == reports
+def test_the_answers_markers_choose_what_it_was_written_from(tmp_path, answer, inputs):
+    trail = load(graphrag_trail(graphrag_folder(tmp_path), answer))
+    assert answer_inputs(trail) == inputs
+    # The trail holds those inputs' text units, no others.
+    needed = {unit for node in inputs for unit in trail.inputs(node)} | {n for n in inputs if n.startswith("text-")}
+    assert set(trail.roots) == needed
+
+
+def test_an_answer_citing_only_reports_the_folder_lacks_is_refused_as_written_from_another_index(tmp_path):
+    with pytest.raises(TrailImportError, match=r"no report in community_reports.parquet has .* '42', '43'"):
+        graphrag_trail(graphrag_folder(tmp_path), "Trams [Data: Reports (42)]. Buses [Data: Reports (43)].")
+
+
+def test_cited_entities_and_relationships_bring_the_text_units_their_descriptions_were_written_from(tmp_path):
+    folder = graphrag_folder(tmp_path)
+    write(folder, "entities", {"id": ["e-5", "e-6"], "human_readable_id": [5, 6], "text_unit_ids": [["u-d"], ["u-c"]]})
+    write(folder, "relationships", {"id": ["r-1"], "human_readable_id": [23], "text_unit_ids": [["u-a", "u-d"]]})
+
+    trail = load(graphrag_trail(folder, "Owner [Data: Entities (5); Relationships (23); Reports (2)]."))
+
+    assert answer_inputs(trail) == ("report-2", "text-unit-13", "text-unit-10")
+    # Without those tables an entity names nothing the trail can hold.
+    (folder / "entities.parquet").unlink()
+    (folder / "relationships.parquet").unlink()
+    assert answer_inputs(load(graphrag_trail(folder, "Owner [Data: Entities (5)]."))) == (
+        "report-0",
+        "report-1",
+        "report-2",
+    )
+
+
+def test_reports_named_by_hand_replace_what_the_markers_cite(tmp_path):
+    trail = load(graphrag_trail(graphrag_folder(tmp_path), "Mills [Data: Reports (1); Sources (13)].", reports=[2]))
+    assert answer_inputs(trail) == ("report-2",)

@@ -3,10 +3,11 @@ factsite's trail JSON, a trail result's JSON, a LangChain map-reduce run, or Gra
 of the output folder, or its parquet tables chosen together). Each is read by the CLI's importer
 (pipeline/trail_import); this module only gets the files where it can read them.
 
-GraphRAG output needs the answer to check and the reports it was written from, which the CLI takes
-as --answer and --report: here the answer is a file named answer.txt (or .md) in the zip or among
-the files, else the builder's final text, and the reports are those its "[Data: Reports (…)]"
-markers cite (every report when it cites none, or cuts a list short with "+more")."""
+GraphRAG output needs the answer to check, which the CLI takes as --answer: here a file named
+answer.txt (or .md) in the zip or among the files, else the builder's final text. What it was
+written from is what its "[Data: Reports (…); Sources (…); Entities (…)]" markers cite, as the CLI
+reads them without --report (every report when it cites none, or cuts its Reports short with
+"+more")."""
 
 import tempfile
 import zipfile
@@ -16,15 +17,16 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from verification.inputs.trails import TrailRefused, trail_from_json
-from verification.pipeline.trail_import import FORMATS, TrailImportError, cited_reports, graphrag_trail, json_trail
+from verification.pipeline.trail_import import FORMATS, TrailImportError, graphrag_trail, json_trail
 
 ZIP_MAGIC, PARQUET_MAGIC = b"PK\x03\x04", b"PAR1"
-# The tables graphrag_trail reads (GraphRAG 1.x/2.x names, then older versions'); a zip's other
-# files (embeddings, graphs, logs) are never unpacked.
+# The tables graphrag_trail reads (GraphRAG 1.x/2.x names, then older versions'; entities and
+# relationships only for an answer that cites them); a zip's other files (embeddings, graphs,
+# logs) are never unpacked.
 TABLES = frozenset(
     f"{prefix}{name}.parquet"
     for prefix in ("", "create_final_")
-    for name in ("text_units", "communities", "community_reports")
+    for name in ("text_units", "communities", "community_reports", "entities", "relationships")
 )
 ANSWER_NAMES = frozenset({"answer.txt", "answer.md"})
 # Parquet compresses text several times over: a zip may unpack to this many times the upload limit, no more.
@@ -119,7 +121,7 @@ def _graphrag(folder: Path, answer: str) -> dict:
     if not answer.strip():
         raise TrailRefused(f"{GRAPHRAG_NEEDS}.")
     try:
-        return graphrag_trail(folder, answer, reports=cited_reports(answer), max_text_units=settings.TRAIL_MAX_NODES)
+        return graphrag_trail(folder, answer, max_text_units=settings.TRAIL_MAX_NODES)
     except TrailImportError as error:
         # The importer names the folder: here a temporary one, of no use to the reader.
         said = str(error).replace(f"{folder}: ", "").replace(str(folder), "the output")

@@ -37,17 +37,31 @@ GraphRAG 1.x/2.x (create_final_text_units and so on in older versions). Read wit
     communities         community, text_unit_ids
     community_reports   community, full_content or summary (id when present)
 
-For an answer written from some of the reports (`reports`: community numbers as GraphRAG's
-"[Data: Reports (…)]" citations give them, or report ids; every report when not given):
+The answer's own "[Data: …]" markers say what it was written from (GraphRAG's search prompts ask
+for "[Data: Sources (15, 16), Reports (1), Entities (5); Relationships (23); Claims (2, +more)]",
+ids being human_readable_id). Read by the text's citation recognition (trail_citations):
 
-    text-unit-<h>   a text unit of a used report's community        step "text unit"
+    Reports (c)         community c's report
+    Sources (h)         text unit h, read by the answer directly (local search)
+    Entities (e)        the text units entity e's description was written from (entities table,
+    Relationships (r)   relationships table: text_unit_ids), read by the answer directly
+    Claims, or none     nothing more; every report when the answer cites nothing it can follow,
+                        or cuts its Reports short with "+more"
+
+An id no record has (a model may write one) is left out, but an answer citing reports of which
+the folder has none is refused (it was written from another index). `reports` given by hand
+(community numbers, or report ids) replaces what the markers choose, and must all exist. The trail:
+
+    text-unit-<h>   a text unit of a used report's community, or    step "text unit"
+                    one the answer cites
     report-<c>      community c's report, from its text units       step "community report"
-    answer          the answer, from the reports                    step "answer"
+    answer          the answer, from the reports and the text       step "answer"
+                    units it cites
 
-h is the text unit's human_readable_id (what "[Data: Sources (…)]" cites), or its row in the table
-from 1 without one. GraphRAG writes entity and relationship descriptions between text units and
-reports, and global search a partial answer per batch of reports; the trail skips both, so a claim
-that entered there shows as entering at the community reports.
+h is the text unit's human_readable_id, or its row in the table from 1 without one. GraphRAG
+writes entity and relationship descriptions between text units and reports, and global search a
+partial answer per batch of reports; the trail skips both, so a claim that entered there shows
+as entering at the community reports (or, for a cited entity, at the answer).
 
 A file of any of these (json_trail)
 -----------------------------------
@@ -56,13 +70,14 @@ The /trail form tells a JSON file's format from its content: factsite's trail (a
 its "text", null when withheld from the reader, and its "url"), or a LangChain run. A trail
 result gives back the trail it checked: each node's text, or its web address to read again."""
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+
+from verification.pipeline.trail_citations import GraphragCited, graphrag_cited
 
 SOURCE_STEP, MAP_STEP, REDUCE_STEP = "source document", "map summary", "reduce"
 TEXT_UNIT_STEP, REPORT_STEP, ANSWER_STEP = "text unit", "community report", "answer"
@@ -155,13 +170,14 @@ def graphrag_trail(
     reports: Sequence[str | int] | None = None,
     max_text_units: int | None = None,
 ) -> dict[str, Any]:
-    """A GraphRAG output folder and an answer written from its community reports → the trail (see
-    the module's doc). `max_text_units` bounds the text units the trail would hold; the texts of
-    only those are read."""
+    """A GraphRAG output folder and an answer written from it → the trail (see the module's doc):
+    what the answer's markers cite, or the `reports` given. `max_text_units` bounds the text units
+    the trail would hold; the texts of only those are read."""
     folder = Path(folder)
     if not folder.is_dir():
         raise TrailImportError(f"{folder}: not a folder (give GraphRAG's output folder)")
     answer = _text(answer, "the answer")
+    cited = graphrag_cited(answer) if reports is None else GraphragCited()
     report_table = _Table.read(folder, "community_reports", ["community"], optional=["id", "full_content", "summary"])
     content = next((column for column in ("full_content", "summary") if column in report_table.columns), None)
     if content is None:
@@ -171,8 +187,15 @@ def graphrag_trail(
     unit_table = _Table.read(folder, "text_units", ["id"], optional=["human_readable_id"])
     numbers = unit_table.columns.get("human_readable_id") or range(1, len(unit_table["id"]) + 1)
     unit_node = {unit: f"text-unit-{number}" for unit, number in zip(unit_table["id"], numbers, strict=True)}
-    report_nodes, needed = [], set()
-    for row in _used_reports(report_table, reports):
+    direct = _cited_units(folder, cited, unit_table["id"], [str(number) for number in numbers])
+    rows = _used_reports(report_table, reports)
+    if reports is None and "reports" not in cited.more and (cited.reports or direct):
+        # A model may cite a report that is not there: it is left out. An answer whose reports
+        # are none of the folder's was written from another index, and is refused naming them.
+        strict = not direct and not _used_reports(report_table, cited.reports, known_only=True)
+        rows = _used_reports(report_table, cited.reports, known_only=not strict)
+    report_nodes, needed = [], set(direct)
+    for row in rows:
         community = str(report_table["community"][row])
         units = _community_units(community, units_of, communities.name, unit_node, unit_table.name)
         needed.update(units)
@@ -196,8 +219,25 @@ def graphrag_trail(
         for unit in unit_table["id"]
         if unit in needed
     ]
-    answer_node = {"id": "answer", "text": answer, "from": [node["id"] for node in report_nodes], "step": ANSWER_STEP}
+    inputs = [node["id"] for node in report_nodes] + [unit_node[unit] for unit in direct]
+    answer_node = {"id": "answer", "text": answer, "from": list(dict.fromkeys(inputs)), "step": ANSWER_STEP}
     return {"nodes": [*unit_nodes, *report_nodes, answer_node]}
+
+
+def _cited_units(folder: Path, cited: GraphragCited, units: list[Any], numbers: list[str]) -> list[Any]:
+    """The text units the answer read directly, in the order cited: those its Sources name, then
+    those its Entities' and Relationships' descriptions were written from (when the folder has
+    those tables). Ids no record has are left out."""
+    by_number = dict(zip(numbers, units, strict=True))
+    found = [by_number[number] for number in cited.sources if number in by_number]
+    known = set(units)
+    for record, name in ((cited.entities, "entities"), (cited.relationships, "relationships")):
+        if not record or not _Table.exists(folder, name):
+            continue
+        table = _Table.read(folder, name, ["human_readable_id", "text_unit_ids"])
+        written_from = dict(zip(map(str, table["human_readable_id"]), table["text_unit_ids"], strict=True))
+        found += [unit for number in record for unit in written_from.get(number) or [] if unit in known]
+    return list(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)
@@ -215,8 +255,7 @@ class _Table:
         cls, folder: Path, name: str, required: list[str], *, optional: Sequence[str] = (), only_ids: set | None = None
     ) -> "_Table":
         """`only_ids`: the rows with those ids only, so a big index's texts are not all read."""
-        paths = [folder / f"{prefix}{name}.parquet" for prefix in _PREFIXES]
-        path = next((path for path in paths if path.is_file()), None)
+        path = cls._path(folder, name)
         if path is None:
             raise TrailImportError(f"{folder}: no {name}.parquet (nor create_final_{name}.parquet) in this folder")
         try:
@@ -229,9 +268,19 @@ class _Table:
         filters = None if only_ids is None else [("id", "in", list(only_ids))]
         return cls(path.name, pq.read_table(path, columns=wanted, filters=filters).to_pydict())
 
+    @classmethod
+    def exists(cls, folder: Path, name: str) -> bool:
+        return cls._path(folder, name) is not None
 
-def _used_reports(table: _Table, wanted: Sequence[str | int] | None) -> list[int]:
-    """Rows of the reports the answer used, in the table's order."""
+    @staticmethod
+    def _path(folder: Path, name: str) -> Path | None:
+        paths = [folder / f"{prefix}{name}.parquet" for prefix in _PREFIXES]
+        return next((path for path in paths if path.is_file()), None)
+
+
+def _used_reports(table: _Table, wanted: Sequence[str | int] | None, *, known_only: bool = False) -> list[int]:
+    """Rows of the reports the answer used, in the table's order. `known_only`: names no report
+    has are left out (the answer's markers), instead of refused (names given by hand)."""
     rows = range(len(table["community"]))
     if not rows:
         raise TrailImportError(f"{table.name} holds no reports")
@@ -240,6 +289,8 @@ def _used_reports(table: _Table, wanted: Sequence[str | int] | None) -> list[int
     ids = table.columns.get("id")
     known = [{str(table["community"][row]), *([str(ids[row])] if ids else [])} for row in rows]
     names = {str(name) for name in wanted}
+    if known_only:
+        return [row for row in rows if known[row] & names]
     if not names:
         raise TrailImportError("'reports' names no report: give at least one, or none at all to use every report")
     if unknown := sorted(names - set().union(*known)):
@@ -326,23 +377,3 @@ def _result_node(node: Any, position: int) -> dict[str, Any]:
     if stage is not None:
         trail_node["stage"] = stage
     return trail_node
-
-
-# GraphRAG's answers cite what they were written from as "[Data: Reports (2, 7, 64, +more)]".
-_DATA_MARKER = re.compile(r"\[Data:([^\]]*)\]")
-_REPORTS = re.compile(r"Reports\s*\(([^)]*)\)")
-
-
-def cited_reports(answer: str) -> list[int] | None:
-    """The community reports a GraphRAG answer's markers cite, in order; None when it cites none,
-    or marks a list as cut short ("+more"): then it was written from more than it names."""
-    cited: list[int] = []
-    for marker in _DATA_MARKER.findall(answer):
-        for listed in _REPORTS.findall(marker):
-            for item in listed.split(","):
-                item = item.strip()
-                if item.lower().startswith("+more"):
-                    return None
-                if item.isascii() and item.isdigit():
-                    cited.append(int(item))
-    return list(dict.fromkeys(cited)) or None

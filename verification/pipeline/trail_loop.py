@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
+from verification.pipeline.trail_citations import cited_first
 from verification.pipeline.trail_graph import Trail
 from verification.pipeline.trail_select import NodeSelection, SelectionOptions, select_evidence
 from verification.pipeline.trail_verdict import TrailVerdict, judge_round
@@ -155,10 +156,18 @@ def stop_reason(
 
 
 def next_step(
-    trail: Trail, rounds: Sequence[Round], *, q: int, max_node_visits: int | None = None
+    trail: Trail,
+    rounds: Sequence[Round],
+    *,
+    q: int,
+    max_node_visits: int | None = None,
+    cited: Sequence[str] = (),
 ) -> tuple[tuple[str, ...], StopReason | None]:
-    """The next round's candidates, and the reason to stop instead if there is one."""
+    """The next round's candidates, and the reason to stop instead if there is one. `cited`: the
+    nodes the claim's sentence cites (trail_citations.cited_nodes), first among the candidates: its
+    selection is asked first and its evidence leads the verdict's prompt."""
     candidates = next_candidates(trail, rounds[-1]) if rounds else first_candidates(trail)
+    candidates = cited_first(candidates, cited)
     return candidates, stop_reason(trail, rounds, candidates, q=q, max_node_visits=max_node_visits)
 
 
@@ -285,15 +294,17 @@ def check_claim(
     embedder: Embedder | None = None,
     rounds: Sequence[Round] = (),
     on_round: Callable[[Round], None] | None = None,
+    cited: Sequence[str] = (),
 ) -> ClaimTrailResult:
     """Rounds until a stop rule holds, in this process. `rounds`: those a previous attempt
-    stored (the check goes on after them); `on_round` is given each new round to store."""
+    stored (the check goes on after them); `on_round` is given each new round to store; `cited`:
+    the nodes the claim's sentence cites, first in every round they are candidates of."""
     if q < 1:
         raise ValueError("q is at least 1")
     done = list(rounds)
     cache = {} if cache is None else cache
     while True:
-        candidates, stop = next_step(trail, done, q=q, max_node_visits=max_node_visits)
+        candidates, stop = next_step(trail, done, q=q, max_node_visits=max_node_visits, cited=cited)
         if stop is not None:
             return conclude(trail, done, stop)
         new = run_round(

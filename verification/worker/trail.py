@@ -19,8 +19,8 @@ from django.db.models import Count
 from verification import services
 from verification.clients import providers
 from verification.clients.cache import cache_key, lookup, store
-from verification.models import Claim, ClaimStatus, Status, TrailNode, TrailRound, TrailSelection
-from verification.pipeline import trail_loop
+from verification.models import Claim, ClaimStatus, Status, TrailNode, TrailRound, TrailSelection, Verification
+from verification.pipeline import trail_citations, trail_loop
 from verification.pipeline.trail_graph import DocumentRef, Trail
 from verification.pipeline.trail_graph import TrailNode as Node
 from verification.pipeline.trail_select import SYSTEM_PROMPT, NodeSelection, SelectionOptions
@@ -118,7 +118,13 @@ def trail_continue(claim_id: int) -> None:
         return
     trail, rounds = load_trail(verification.pk), _rounds(claim)
     q = verification.settings.get("trail_q") or settings.TRAIL_Q
-    candidates, stop = trail_loop.next_step(trail, rounds, q=q, max_node_visits=settings.TRAIL_MAX_NODE_VISITS)
+    candidates, stop = trail_loop.next_step(
+        trail,
+        rounds,
+        q=q,
+        max_node_visits=settings.TRAIL_MAX_NODE_VISITS,
+        cited=_cited(trail, verification, claim.sentence.index),
+    )
     if stop is not None:
         result = trail_loop.conclude(trail, rounds, stop)
         if services.trail_claim_finish(claim_id, result=result_json(result)):
@@ -126,6 +132,13 @@ def trail_continue(claim_id: int) -> None:
         return
     opened = services.trail_round_open(claim=claim, index=len(rounds) + 1, candidates=candidates)
     _resume_round(opened)
+
+
+def _cited(trail: Trail, verification: Verification, sentence: int) -> tuple[str, ...]:
+    """The nodes the claim's sentence cites in the final text as given (its rows keep their spans
+    there): "[Data: Reports (7)]" makes report-7 its claims' first candidate."""
+    spans = verification.sentences.values_list("index", "start", "end")
+    return trail_citations.cited_nodes(trail, verification.text, list(spans)).get(sentence, ())
 
 
 def _resume_round(trail_round: TrailRound) -> None:

@@ -1,6 +1,8 @@
 """`python manage.py trail_import langchain RUN.json` or `trail_import graphrag FOLDER --answer
-ANSWER.txt`: what a pipeline already saved, written out as a trail (docs/trails-formats.md says
-how each maps), ready for `manage.py verify --trail`, the form's trail file or POST /api/trails."""
+ANSWER.txt [--report N …]`: what a pipeline already saved, written out as a trail
+(docs/trails-formats.md says how each maps), ready for `manage.py verify --trail`, the form's
+trail file or POST /api/trails. A GraphRAG answer's own "[Data: Reports (…)]" markers choose the
+reports; --report names them by hand instead."""
 
 import json
 from pathlib import Path
@@ -22,7 +24,10 @@ class Command(BaseCommand):
             action="append",
             dest="reports",
             metavar="COMMUNITY",
-            help="graphrag: a community report the answer was written from (repeatable; all when none)",
+            help=(
+                "graphrag: a community report the answer was written from (repeatable); without it, what the "
+                "answer's [Data: Reports (…); Sources (…); Entities (…)] markers cite, every report when none"
+            ),
         )
         parser.add_argument("--max-text-units", type=int, help="graphrag: refuse a folder with more text units")
         parser.add_argument("-o", "--output", type=Path, help="write the trail here (default: standard output)")
@@ -34,6 +39,8 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         except OSError as error:
             raise CommandError(f"cannot read {error.filename}: {error.strerror}") from None
+        if options["kind"] == "graphrag":
+            self.stderr.write(_written_from(trail))
         text = json.dumps(trail, indent=2, ensure_ascii=False)
         if options["output"]:
             options["output"].write_text(text)
@@ -56,3 +63,15 @@ class Command(BaseCommand):
             reports=reports,
             max_text_units=options["max_text_units"],
         )
+
+
+def _written_from(trail: dict) -> str:
+    """What the answer node is written from, said on stderr: the trail goes to stdout."""
+    inputs = trail["nodes"][-1]["from"]
+    reports = [name.removeprefix("report-") for name in inputs if name.startswith("report-")]
+    units = [name.removeprefix("text-unit-") for name in inputs if name.startswith("text-unit-")]
+    said = f"the answer is written from {len(reports)} report{'s' * (len(reports) != 1)}"
+    said += f" ({', '.join(reports[:20])}{' …' if len(reports) > 20 else ''})" if reports else ""
+    if units:
+        said += f" and {len(units)} text unit{'s' * (len(units) != 1)} it cites ({', '.join(units[:20])})"
+    return said
