@@ -419,3 +419,23 @@ def _command(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
     except FileNotFoundError:
         return "?"
+
+
+def test_page_cpu_prices_each_stage_of_reading_realistic_pages():
+    done = subprocess.run(
+        [sys.executable, "bench/page_cpu.py", "--pages", "2", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+
+    assert done.returncode == 0, done.stderr
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[2:6] for line in done.stdout.splitlines() if line.startswith("| ")
+    }
+    assert set(rows) >= {"reading", "splitting", "BM25", "dense", "all"}
+    means = {stage: float(cells[0]) for stage, cells in rows.items() if stage not in ("stage", "---")}
+    assert means["reading"] > 0 and means["dense"] > 0, "a real page costs the readers and the model something"
+    assert means["all"] >= max(means["reading"], means["dense"])
+    assert done.stdout.startswith("2 pages, ")
