@@ -293,6 +293,17 @@ document.addEventListener("click", (event) => {
   }
 });
 
+// --- A citation's badge ---
+// A <details> in the text (issue 34): it opens and closes without this. Escape closes the one the
+// focus is in, its panel lying over the text below it, and puts the focus back on its badge.
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape" || !(document.activeElement instanceof Element)) return;
+  const badge = document.activeElement.closest("details.citation[open]");
+  if (!badge) return;
+  badge.open = false;
+  badge.querySelector("summary").focus();
+});
+
 // --- Copy the permalink ---
 document.addEventListener("click", async (event) => {
   const button = event.target.closest("[data-copy-link]");

@@ -227,7 +227,9 @@ class ResultView(Schema):
     exclude_evidence: str = Field("", description="Comma-separated evidence ids to leave out of the scores.")
     exclude_types: str = Field("", description="Comma-separated source types to leave out of the scores.")
     exclude_kinds: str = Field(
-        "", description='Comma-separated kinds of evidence to leave out of the scores: "snippet" (search snippets).'
+        "",
+        description='Comma-separated kinds of evidence to leave out of the scores: "snippet" (search snippets), '
+        '"cited" (sources the text itself cites).',
     )
     score_rule: ScoreRule = Field(
         DEFAULT_RULE,

@@ -391,7 +391,9 @@ class VerificationResult(Schema):
     )
     quick: QuickSummary | None = Field(None, description="quick mode's account of the run; null without quick mode")
     excluded_kinds: list[str] = Field(
-        [], description='kinds of evidence this view leaves out: "snippet" (judged from a search snippet)'
+        [],
+        description='kinds of evidence this view leaves out: "snippet" (judged from a search snippet), "cited" '
+        "(from a source the text itself cites)",
     )
     problems: list[Problem]
     retries: Count = Field(description="times its failed parts were queued again on request")

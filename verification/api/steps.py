@@ -286,14 +286,18 @@ class EvidenceIn(Schema):
     source_type: str
     verdict: Literal["supported", "not_supported", "irrelevant", ""] = Field(description='"" when not judged')
     failed: bool = False
-    kind: str = Field("", description='"" for a passage of a page read; "snippet" for a search snippet')
+    kind: str = Field(
+        "",
+        description='"" for a passage of a page read; "snippet" for a search snippet; "cited" for a source the '
+        "text cites",
+    )
 
 
 class ScoreIn(Schema):
     evidence: list[EvidenceIn] = Field(max_length=100_000)
     excluded_ids: list[int] = []
     excluded_types: list[str] = []
-    excluded_kinds: list[str] = Field([], description='kinds of evidence to leave out: "snippet"')
+    excluded_kinds: list[str] = Field([], description='kinds of evidence to leave out: "snippet", "cited"')
     score_rule: Literal["all", "decisive"] = DEFAULT_RULE
 
 

@@ -33,6 +33,7 @@ colour beside it, and the page, the CLI and /about say the same thing."""
 from verification.scoring.counts import (
     BAND_LABELS,
     BANDS,
+    CITED,
     DEFAULT_RULE,
     DOCUMENT_TYPE,
     EVIDENCE_KINDS,
@@ -94,6 +95,7 @@ __all__ = [
     "trail_verdict_words",
     "BANDS",
     "BAND_LABELS",
+    "CITED",
     "DEFAULT_RULE",
     "DOCUMENT_TYPE",
     "EVIDENCE_KINDS",

@@ -76,8 +76,15 @@ SNIPPET = "snippet"
 # own: the model's label true counts as supporting, false as not supporting. It is no source, so
 # it is in no source type's share, and the pages leave it out unless the reader ticks it in.
 MODEL_KNOWLEDGE = "model_knowledge"
+# A passage of a page the text itself cites (issue 34): one tick leaves every cited source out, to
+# see what the web alone says. A cited page judged from a snippet is a snippet (the web search
+# found it too): an item has one kind.
+CITED = "cited"
 # Each kind a reader can leave out, with the words of its tick.
-EVIDENCE_KINDS = {SNIPPET: "search snippets (pages that could not be read)"}
+EVIDENCE_KINDS = {
+    SNIPPET: "search snippets (pages that could not be read)",
+    CITED: "sources the text cites",
+}
 
 
 class EvidenceRecord(NamedTuple):
@@ -91,7 +98,7 @@ class EvidenceRecord(NamedTuple):
     failed: bool = False
     # The id of the item this one duplicates (it then counts only through that item's group).
     duplicate_of: int | None = None
-    # "" for a passage of a page read, else what the item is (SNIPPET, …: EVIDENCE_KINDS).
+    # "" for a passage of a page read, else what the item is (SNIPPET, CITED, …: EVIDENCE_KINDS).
     kind: str = ""
 
 

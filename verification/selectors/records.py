@@ -20,12 +20,14 @@ from verification.models import (
     ClaimStatus,
     DeletedVerification,
     Evidence,
+    Origin,
     SearchResult,
     Spending,
     Status,
     Verification,
 )
 from verification.scoring import (
+    CITED,
     EVIDENCE_NOUNS,
     MODEL_KNOWLEDGE,
     NOT_CHECKED,
@@ -81,7 +83,8 @@ def _cache_set(key: str, value) -> None:
 
 def evidence_records(verification: Verification) -> list[EvidenceRecord]:
     """What scoring needs of every evidence item."""
-    return once_finished(verification, "evidence-records", lambda: _evidence_records(verification))
+    # "-cited": records cached before cited sources were a kind of their own are not read back.
+    return once_finished(verification, "evidence-records-cited", lambda: _evidence_records(verification))
 
 
 _RECORD_FIELDS = (
@@ -93,6 +96,7 @@ _RECORD_FIELDS = (
     "status",
     "duplicate_of_id",
     "snippet_only",
+    "source__origin",
 )
 
 
@@ -123,8 +127,9 @@ def evidence_records_of_runs(verification_ids) -> dict:
 
 
 def _record(row) -> EvidenceRecord:
-    i, s, c, t, v, status, d, snippet = row
-    return EvidenceRecord(i, s, c, t, v, status == Status.FAILED, d, SNIPPET if snippet else "")
+    i, s, c, t, v, status, d, snippet, origin = row
+    kind = SNIPPET if snippet else CITED if origin == Origin.CITED else ""
+    return EvidenceRecord(i, s, c, t, v, status == Status.FAILED, d, kind)
 
 
 class ClaimRecord(NamedTuple):

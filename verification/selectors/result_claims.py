@@ -13,10 +13,12 @@ from verification.inputs.documents import is_upload
 from verification.models import (
     Claim,
     Evidence,
+    Origin,
     Status,
     Verification,
 )
 from verification.scoring import (
+    CITED,
     OUTCOME_ICONS,
     OUTCOME_LABELS,
     PENDING,
@@ -126,6 +128,8 @@ def _evidence_facts(item: Evidence) -> dict:
         # Judged from the search result's title and snippet: its page could not be read (why).
         "snippet_only": item.snippet_only,
         "unread_reason": item.unread_reason,
+        # A source the text itself cites (issue 34), told apart from a page the search found.
+        "cited": source.origin == Origin.CITED,
         "duplicate_of": item.duplicate_of_id,
         "failed": item.status == Status.FAILED,
         "rationale": item.rationale,
@@ -152,6 +156,9 @@ def _left_out_by(facts: dict, state: ViewState) -> str:
         return "its source type is left out"
     if facts.get("snippet_only") and SNIPPET in state.excluded_kinds:  # .get: facts cached before snippets
         return "search snippets are left out"
+    # As records.py: a cited page judged from its snippet is left out with the snippets.
+    if facts.get("cited") and not facts.get("snippet_only") and CITED in state.excluded_kinds:
+        return "sources the text cites are left out"
     return ""
 
 

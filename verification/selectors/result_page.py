@@ -25,7 +25,9 @@ from verification.scoring import (
     compute_scores,
     provisional_words,
 )
+from verification.scoring.citations import citation_counts, citation_summary
 from verification.scoring.words import waiting_words
+from verification.selectors.citations import citation_badges
 from verification.selectors.progress import verification_problems, verification_progress
 from verification.selectors.quick import model_knowledge_tick, no_score_note, quick_summary
 from verification.selectors.records import (
@@ -94,6 +96,7 @@ def result_page(verification: Verification, state: ViewState) -> dict:
     sentence_noun = "document" if noun == "document" else "source"
     retry_items = retryable(verification)
     knowledge_tick = model_knowledge_tick(records, state)
+    badges = citation_badges(verification)
     return {
         "verification": verification,
         "state": state,
@@ -106,7 +109,9 @@ def result_page(verification: Verification, state: ViewState) -> dict:
         "legend": result_legend(),
         "noun": noun,
         "title": title_words(verification.text),
-        "text_parts": _text_parts(verification.text, sentences, scores, found, state, sentence_noun),
+        "text_parts": _text_parts(verification.text, sentences, scores, found, state, sentence_noun, badges),
+        # "6 citations: 3 support their sentence, …"; "" for a text without citations.
+        "citation_summary": citation_summary(citation_counts(badge["outcome"] for badge in badges)),
         "sentence_notes": _sentence_notes(sentences, scores, found, state, sentence_noun),
         "selected": selected,
         "selected_tally": scores.sentence(selected.index) if selected else None,
@@ -232,12 +237,18 @@ def _run_facts(verification: Verification) -> dict:
     }
 
 
-def _text_parts(text: str, sentences: list, scores: Scores, found: Verdicts, state: ViewState, noun: str) -> list[dict]:
-    """The original text as it was pasted: plain gaps and scored sentences, in order."""
+def _text_parts(
+    text: str, sentences: list, scores: Scores, found: Verdicts, state: ViewState, noun: str, badges: list[dict]
+) -> list[dict]:
+    """The original text as it was pasted: plain gaps and scored sentences, in order, with the
+    text's own citation markers as badges (issue 34). A marker between sentences ("… 2024. [4]")
+    is a badge where it stood; one inside a sentence's span ("… 2024 [1].") follows the sentence,
+    whose link shows its words without markers (a badge cannot sit inside a link)."""
+    markers = _markers(badges, state)
     parts, position = [], 0
     for sentence in sentences:
         if sentence.start > position:
-            parts.append({"gap": text[position : sentence.start], "sentence": None})
+            parts.extend(_gap_parts(text, position, sentence.start, markers))
         tally = scores.sentence(sentence.index)
         result, note = found.sentences[sentence.index]
         parts.append(
@@ -252,9 +263,39 @@ def _text_parts(text: str, sentences: list, scores: Scores, found: Verdicts, sta
                 "select_query": state.selecting(None if state.sentence == sentence.index else sentence.index).query(),
             }
         )
+        within = _markers_in(markers, sentence.start, sentence.end)
+        if within:
+            parts.append({"gap": "", "sentence": None, "citations": [b for _, _, group in within for b in group]})
         position = sentence.end
     if position < len(text):
-        parts.append({"gap": text[position:], "sentence": None})
+        parts.extend(_gap_parts(text, position, len(text), markers))
+    return parts
+
+
+def _markers(badges: list[dict], state: ViewState) -> list[tuple[int, int, list[dict]]]:
+    """(start, end, its badges) per marker in the text, in order: a GraphRAG marker citing two
+    reports is one marker with two badges. Each badge gets its link to the evidence of its sentence."""
+    markers: dict[tuple[int, int], list[dict]] = {}
+    for badge in badges:
+        shown = {**badge, "evidence_query": state.selecting(badge["sentence"]).query()}
+        markers.setdefault((badge["start"], badge["end"]), []).append(shown)
+    return [(start, end, group) for (start, end), group in sorted(markers.items())]
+
+
+def _markers_in(markers: list, start: int, end: int) -> list:
+    return [marker for marker in markers if start <= marker[0] < end]
+
+
+def _gap_parts(text: str, start: int, end: int, markers: list) -> list[dict]:
+    """The text between two sentences, each marker in it a group of badges where it stood."""
+    parts, position = [], start
+    for marker_start, marker_end, group in _markers_in(markers, start, end):
+        if marker_start > position:
+            parts.append({"gap": text[position:marker_start], "sentence": None})
+        parts.append({"gap": "", "sentence": None, "citations": group})
+        position = max(position, min(marker_end, end))
+    if position < end:
+        parts.append({"gap": text[position:end], "sentence": None})
     return parts
 
 

@@ -1,6 +1,6 @@
 """What a viewer of a result has chosen — the selected sentence, the evidence, source types and
-kinds of evidence (search snippets) left out — kept in the URL's query string, so the address
-bar is always a shareable link to exactly what is on screen."""
+kinds of evidence (search snippets, sources the text itself cites) left out — kept in the URL's
+query string, so the address bar is always a shareable link to exactly what is on screen."""
 
 import re
 from dataclasses import dataclass, replace
@@ -23,7 +23,7 @@ class ViewState:
     excluded_ids: frozenset[int] = frozenset()
     excluded_types: frozenset[str] = frozenset()
     score_rule: str = DEFAULT_RULE
-    # Kinds of evidence left out (scoring.EVIDENCE_KINDS: "snippet"), as source types are.
+    # Kinds of evidence left out (scoring.EVIDENCE_KINDS: "snippet", "cited"), as source types are.
     excluded_kinds: frozenset[str] = frozenset()
     # Quick mode's claims answered from the model's own knowledge count only when ticked in
     # (nothing was checked against a source for them): left out by default, unlike the kinds above.

@@ -5,11 +5,12 @@ and sentence in them is outside content, made inert for its format here or in th
 import csv
 import io
 import re
-from urllib.parse import quote
+from collections import defaultdict
+from urllib.parse import quote, urlsplit
 
 from django.template.loader import render_to_string
 
-from verification.selectors.report import Report
+from verification.selectors.report import CitationEntry, Report
 
 CSV_COLUMNS = (
     "sentence",
@@ -27,6 +28,12 @@ CSV_COLUMNS = (
     "unread_reason",
     # Quick mode: the row is the model's own label for its claim, not a source (verdict "says true").
     "from_model_knowledge",
+    # The text's own citations (issue 34): whether the row's source is one the text cites, the markers
+    # by which its sentence cites it, and what it turned out to say of that sentence. A citation
+    # with no evidence row (its page does not exist, its marker points nowhere) is a row of its own.
+    "cited_by_text",
+    "citation",
+    "citation_outcome",
 )
 
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection, OWASP):
@@ -78,10 +85,17 @@ def evidence_csv(report: Report) -> str:
     """One row per evidence item, in the report's footnote order. Starts with a byte order mark:
     without it, Excel reads UTF-8 as the local code page and garbles every non-ASCII title."""
     sentences = {sentence.number: sentence.text for sentence in report.sentences}
+    cited_urls = {citation.url for citation in report.citations if citation.url}
+    citing: dict[tuple[int | None, str], list[CitationEntry]] = defaultdict(list)
+    for citation in report.citations:
+        citing[citation.sentence, citation.url].append(citation)
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
+    shown: set[tuple[int | None, str]] = set()
     for note in report.footnotes:
+        citations = citing.get((note.sentence, note.url), []) if note.url else []
+        shown.add((note.sentence, note.url))
         row = (
             sentences[note.sentence],
             note.claim,
@@ -97,6 +111,50 @@ def evidence_csv(report: Report) -> str:
             "yes" if note.snippet_only else "no",
             note.unread_reason,
             "yes" if note.from_model_knowledge else "no",
+            "yes" if note.url in cited_urls else "no",
+            *_citation_cells(citations),
         )
         writer.writerow([spreadsheet_cell(cell) for cell in row])
+    for (sentence, url), citations in citing.items():
+        # Citations giving no address are told apart by their markers: "[9]" points nowhere, a name is named.
+        groups = [[citation] for citation in citations] if not url else [] if (sentence, url) in shown else [citations]
+        for group in groups:
+            writer.writerow([spreadsheet_cell(cell) for cell in _citation_row(group, sentences.get(sentence, ""))])
     return "\ufeff" + out.getvalue()
+
+
+def _citation_cells(citations: list[CitationEntry]) -> tuple[str, str]:
+    """The markers by which a sentence cites one source ("[1] [3]"), and its citation's outcome (one
+    per sentence and source: scoring/citations.py decides it from that source's verdicts)."""
+    if not citations:
+        return "", ""
+    outcome = citations[0].words + (f": {citations[0].reason}" if citations[0].reason else "")
+    return " ".join(dict.fromkeys(citation.marker for citation in citations)), outcome
+
+
+def _citation_row(citations: list[CitationEntry], sentence: str) -> tuple:
+    """A citation that has no evidence row (nothing of its source was judged for its sentence), in
+    the evidence columns it has: its sentence, the source's title and address, why in `rationale`."""
+    first = citations[0]
+    try:
+        host = urlsplit(first.url).hostname or ""
+    except ValueError:
+        host = ""
+    return (
+        sentence,
+        "",
+        "",
+        first.title or first.url,
+        first.url,
+        host,
+        "",
+        "",
+        "",
+        first.reason,
+        "no",
+        "no",
+        "",
+        "no",
+        "yes",
+        *_citation_cells(citations),
+    )

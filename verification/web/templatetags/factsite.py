@@ -3,6 +3,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from verification.scoring import shown_percent
+from verification.selectors.result_claims import passage_parts
 
 register = template.Library()
 
@@ -53,4 +54,47 @@ def sentence_link(part: dict, path: str, selected) -> str:
         f'data-score="{score}" href="{url}" hx-get="{url}" hx-target="#result-body" hx-swap="morph" '
         f'hx-push-url="true" title="{escape(title)}" aria-label="{text} ({escape(said)})"{current}>{text}'
         f'<span class="score-badge" data-icon="{icon}" aria-hidden="true">{badge}</span></a>'
+    )
+
+
+@register.simple_tag
+def citation_badges(badges: list[dict], path: str) -> str:
+    """A marker of the text's own citations (issue 34) as badges, one per source it cites: its name
+    and outcome in words, with its outcome's shape, coloured by it (CSS). Each is a <details>: a
+    click or Enter opens what the cited source said (its passage and the judge's rationale) or why
+    it could not be read, with no script; and links to the passage among its sentence's evidence.
+    Built in Python with no whitespace between tags: it sits in the text, where white space shows."""
+    return mark_safe("".join(_citation_badge(badge, path) for badge in badges))
+
+
+def _citation_badge(badge: dict, path: str) -> str:
+    # Outside content: the marker, title, address, passage, claim and rationale; all escaped.
+    name = escape(badge["name"])
+    said = escape(badge["outcome_label"]) + (f": {escape(badge['reason'])}" if badge["reason"] else "")
+    marker = badge["marker"] if len(badge["marker"]) <= 80 else badge["marker"][:79] + "…"
+    panel = [f'<p class="citation-said"><span class="citation-marker">{escape(marker)}</span> {said}.</p>']
+    title = escape(badge["title"] or badge["url"] or "")
+    if badge["link"]:
+        panel.append(
+            f'<p class="citation-source"><a href="{escape(badge["link"])}" target="_blank" rel="noopener noreferrer">'
+            f'{title}</a> <span class="host">{escape(badge["host"])}</span></p>'
+        )
+    elif title:
+        panel.append(f'<p class="citation-source">{title}</p>')
+    evidence = badge["evidence"]
+    if evidence:
+        passage = highlighted(passage_parts(evidence["passage"], evidence["highlights"]))
+        panel.append(
+            f'<p class="citation-claim">Judged for the claim “{escape(evidence["claim"])}”:</p>'
+            f'<blockquote class="passage">{passage}</blockquote>'
+        )
+        if evidence["rationale"]:
+            panel.append(f'<p class="citation-rationale">Why: {escape(evidence["rationale"])}</p>')
+        url = escape(f"{path}{badge['evidence_query']}#evidence-{evidence['id']}")
+        panel.append(f'<p><a class="citation-evidence" href="{url}">See it with the sentence\'s evidence</a></p>')
+    return (
+        f'<details class="citation" id="citation-{badge["index"]}" data-outcome="{badge["outcome"]}">'
+        f'<summary class="citation-badge" data-icon="{badge["icon"]}"><span class="visually-hidden">Citation </span>'
+        f'<span class="citation-name">{name}</span> <span class="citation-words">{escape(badge["words"])}</span>'
+        f'</summary><div class="citation-panel">{"".join(panel)}</div></details>'
     )
