@@ -96,3 +96,11 @@ def test_splitting_in_another_language_is_the_same_with_or_without_nltk_data(mon
 
     assert splits["present"] == splits["absent"]
     assert [len(spans) for spans in splits["absent"]] == [len(fixture(code)[1]) for code in CODES]
+
+
+def test_a_thai_clause_after_a_space_stays_in_its_sentence_and_a_thai_word_in_english_changes_nothing():
+    assert [s.text for s in segment("ผมไปเที่ยวกับเพื่อน แต่ฝนตกหนักมาก", "th")] == ["ผมไปเที่ยวกับเพื่อน แต่ฝนตกหนักมาก"]
+    assert [s.text for s in segment("The word ไทย means Thai. It is short.")] == [
+        "The word ไทย means Thai.",
+        "It is short.",
+    ]

@@ -7,15 +7,18 @@ always split, glued sentences are split, and a bare list marker stays with the t
 Chinese and Japanese put no space after 。！？, so Punkt never sees those ends: the text is cut
 after them before Punkt reads it, and after the ends Punkt does not know in other scripts (the
 danda । ॥ of Hindi and Bengali, the Arabic ؟ and the Urdu ۔; the Arabic comma ، ends no sentence).
-Thai has no sentence punctuation: a space between two Thai letters is taken for a sentence end
-(the whitespace rule of Thai sentence splitters; it also cuts where a writer spaces clauses).
+Thai has no sentence punctuation, and a space in it may end a sentence or only a clause: a line
+mostly in Thai is split by PyThaiNLP's CRF sentence model (`crfcut`, shipped inside the package, so
+nothing is downloaded), then by Punkt as any other text.
 
 `language` (ISO 639-1) adds that language's abbreviations to Punkt's list ("z.B." in German,
 "Sra." in Spanish, "Mme" in French) and, in German, keeps an ordinal ("am 3. Oktober") inside its
 sentence. The rules of a script hold whatever the language, so a text whose language could not
 be told is still split at its script's sentence ends."""
 
+import os
 import re
+import threading
 from collections.abc import Iterator
 from functools import cache
 
@@ -76,10 +79,11 @@ _CJK_END = re.compile(
 # 「…。」と言った: a quotation followed by と / って goes on inside the same Japanese sentence.
 _QUOTATIVE = ("と", "って")
 
-# Sentence ends of other scripts that Punkt does not know, and a Thai sentence end: the spaces
-# between two Thai letters (see the module's docstring).
-_THAI = "\u0e01-\u0e5b"
-_SCRIPT_END = re.compile(rf"[।॥؟۔]+[{re.escape(_CLOSERS)}]*|(?<=[{_THAI}]) +(?=[{_THAI}])")
+# Sentence ends of other scripts that Punkt does not know.
+_SCRIPT_END = re.compile(rf"[।॥؟۔]+[{re.escape(_CLOSERS)}]*")
+_THAI_LETTER = re.compile("[\u0e01-\u0e4e]")
+# crfcut's tagger is one object per process: calls from several threads take turns.
+_thai_lock = threading.Lock()
 # "am 3. Oktober", "im 19. Jahrhundert": in German a number with a period is an ordinal when what
 # follows is a month, a century, or a lowercase word; Punkt, untrained, cuts after it.
 _GERMAN_ORDINAL = re.compile(r"(?<![\w.])\d{1,2}\.$")
@@ -215,11 +219,12 @@ def _punkt_spans(line: str, language: str = "en") -> Iterator[tuple[int, int]]:
     "美国。U.S." as one word and break after it) and those of other scripts."""
     tokenizer = _punkt(language)
     for piece_start, piece_end in _split_cjk(line):
-        for part_start, part_end in _split_script_ends(line, piece_start, piece_end):
-            # Listed first: the guard's clock runs until the scan ends, through whatever the caller
-            # does between two sentences.
-            for start, end in list(tokenizer.span_tokenize(line[part_start:part_end])):
-                yield part_start + start, part_start + end
+        for script_start, script_end in _split_script_ends(line, piece_start, piece_end):
+            for part_start, part_end in _split_thai(line, script_start, script_end):
+                # Listed first: the guard's clock runs until the scan ends, through whatever the
+                # caller does between two sentences.
+                for start, end in list(tokenizer.span_tokenize(line[part_start:part_end])):
+                    yield part_start + start, part_start + end
 
 
 def _split_cjk(line: str) -> Iterator[tuple[int, int]]:
@@ -241,6 +246,39 @@ def _split_script_ends(line: str, start: int, end: int) -> Iterator[tuple[int, i
         cut = match.end()
     if line[cut:end].strip():
         yield cut, end
+
+
+def _split_thai(line: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """[start, end) as PyThaiNLP's CRF model splits it when at least half its letters are Thai
+    (see the module's docstring); else whole."""
+    text = line[start:end]
+    letters = sum(ch.isalpha() for ch in text)
+    if not letters or 2 * len(_THAI_LETTER.findall(text)) < letters:
+        yield start, end
+        return
+    with _thai_lock:
+        sentences = _thai_sentences()(text, engine="crfcut")
+    at = 0
+    for sentence in sentences:
+        found = text.find(sentence.strip(), at) if sentence.strip() else -1
+        if found < 0:
+            continue
+        if found > at and text[at:found].strip():  # text the model left out stays, as its own piece
+            yield start + at, start + found
+        at = found + len(sentence.strip())
+        yield start + found, start + at
+    if text[at:].strip():
+        yield start + at, end
+
+
+@cache
+def _thai_sentences():
+    # The CRF model ships inside the package and is all factsite uses of it: PyThaiNLP is told to
+    # download nothing and to write nothing (on import it makes ~/pythainlp-data, which a server's
+    # user may not be allowed to).
+    os.environ["PYTHAINLP_READ_ONLY"] = "1"
+    os.environ["PYTHAINLP_OFFLINE"] = "1"
+    return lazy.load("pythainlp.tokenize").sent_tokenize
 
 
 def _split_glued(line: str, start: int, end: int, language: str = "en") -> Iterator[tuple[int, int]]:
