@@ -82,6 +82,7 @@ _QUOTATIVE = ("と", "って")
 # Sentence ends of other scripts that Punkt does not know.
 _SCRIPT_END = re.compile(rf"[।॥؟۔]+[{re.escape(_CLOSERS)}]*")
 _THAI_LETTER = re.compile("[\u0e01-\u0e4e]")
+_OTHER_SCRIPTS = re.compile("[।॥؟۔\u0e01-\u0e4e]")
 # crfcut's tagger is one object per process: calls from several threads take turns.
 _thai_lock = threading.Lock()
 # "am 3. Oktober", "im 19. Jahrhundert": in German a number with a period is an ordinal when what
@@ -219,12 +220,21 @@ def _punkt_spans(line: str, language: str = "en") -> Iterator[tuple[int, int]]:
     "美国。U.S." as one word and break after it) and those of other scripts."""
     tokenizer = _punkt(language)
     for piece_start, piece_end in _split_cjk(line):
-        for script_start, script_end in _split_script_ends(line, piece_start, piece_end):
-            for part_start, part_end in _split_thai(line, script_start, script_end):
-                # Listed first: the guard's clock runs until the scan ends, through whatever the
-                # caller does between two sentences.
-                for start, end in list(tokenizer.span_tokenize(line[part_start:part_end])):
-                    yield part_start + start, part_start + end
+        for part_start, part_end in _script_parts(line, piece_start, piece_end):
+            # Listed first: the guard's clock runs until the scan ends, through whatever the caller
+            # does between two sentences.
+            for start, end in list(tokenizer.span_tokenize(line[part_start:part_end])):
+                yield part_start + start, part_start + end
+
+
+def _script_parts(line: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """[start, end) cut at other scripts' sentence ends and as Thai sentences; a piece with none of
+    their letters or marks (most of them) is given back at once."""
+    if not _OTHER_SCRIPTS.search(line, start, end):
+        yield start, end
+        return
+    for script_start, script_end in _split_script_ends(line, start, end):
+        yield from _split_thai(line, script_start, script_end)
 
 
 def _split_cjk(line: str) -> Iterator[tuple[int, int]]:
@@ -252,8 +262,8 @@ def _split_thai(line: str, start: int, end: int) -> Iterator[tuple[int, int]]:
     """[start, end) as PyThaiNLP's CRF model splits it when at least half its letters are Thai
     (see the module's docstring); else whole."""
     text = line[start:end]
-    letters = sum(ch.isalpha() for ch in text)
-    if not letters or 2 * len(_THAI_LETTER.findall(text)) < letters:
+    # The regex first: a line with no Thai (nearly every line) costs no count of its letters.
+    if not _THAI_LETTER.search(text) or 2 * len(_THAI_LETTER.findall(text)) < sum(ch.isalpha() for ch in text):
         yield start, end
         return
     with _thai_lock:
