@@ -80,6 +80,7 @@ TEMPLATES = [
             "libraries": {
                 "factsite": "verification.web.templatetags.factsite",
                 "reporting": "verification.web.templatetags.reporting",
+                "text_languages": "verification.web.templatetags.text_languages",
             },
         },
     }

@@ -4,6 +4,7 @@ Like FakeSerper, each ranks the pages of the given sites by the words they share
 query. Each records what it was sent, so tests can assert the request's shape."""
 
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -147,10 +148,12 @@ class FakeSearxng(FakeSearchApi):
 class FakeWikipedia(FakeSearchApi):
     """The MediaWiki Action API at /w/api.php: action=query with generator=search and
     prop=info&inprop=url, formatversion=2. Like the real one it lists the pages in page-id
-    order, with their search rank in `index`, and errors come with HTTP 200."""
+    order, with their search rank in `index`, and errors come with HTTP 200. Editions are
+    served as a mirror of several editions serves them, under /<code>/w/api.php (WIKIPEDIA_BASE_URL with
+    "{lang}"): `received` tells which edition was asked."""
 
     def answer(self, request: Received) -> tuple[int, dict]:
-        if request.path != "/w/api.php":
+        if not re.fullmatch(r"(?:/[a-z]{2,3})?/w/api\.php", request.path):
             return 404, {}
         if request.headers.get("User-Agent", "").startswith("python-requests"):
             return 403, {"error": {"code": "blocked", "info": "Please set a user-agent and respect our robot policy."}}

@@ -31,7 +31,22 @@ NEGATIONS = re.compile(r"\b(not|never|no|false|myth|incorrect|wrong|untrue)\b", 
 
 
 def content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS and len(w) > 1}
+    """Its ASCII words, and the words of other scripts (issue 36): a run of letters with one that
+    is not ASCII as a word, and in a script written without spaces (Chinese, Japanese) each pair
+    of characters, so that texts in any language share words with the pages about them."""
+    lowered = text.lower()
+    words = {w for w in re.findall(r"[a-z0-9]+", lowered) if w not in STOPWORDS and len(w) > 1}
+    for run in re.findall(r"[^\W\d_]+", lowered):
+        if run.isascii():
+            continue
+        if _UNSPACED.search(run):
+            words |= {a + b for a, b in zip(run, run[1:], strict=False)}
+        elif len(run) > 1:
+            words.add(run)
+    return words
+
+
+_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 class _ClosingServer(ThreadingHTTPServer):
@@ -461,6 +476,11 @@ class FakeLLM(LoopbackServer):
             "trail_verdicts": TrailTestModel().verdict_many,
         }
         payload = answers[kind](user)
+        if kind == "claims" and '" | en: "' in user:  # a thin web's language: an English query too
+            for claim in (c for entry in payload["sentences"] for c in entry["claims"]):
+                # The claim's Latin-script words (names, numbers) stand in for a translation.
+                english = " ".join(sorted(w for w in content_words(claim["claim"]) if w.isascii()))
+                claim["english_query"] = english
         if kind == "claims" and system.endswith((decompose.QUICK_INSTRUCTION, decompose.QUICK_INSTRUCTION_NO_QUERY)):
             for claim in (c for entry in payload["sentences"] for c in entry["claims"]):
                 claim["label"] = self.label_for(claim["claim"])[0]
@@ -616,9 +636,10 @@ def _claims_judged(user: str) -> list[tuple[str, list[tuple[str, str]]]]:
     """[(claim, [(E label, passage), ...]), ...] as the judge prompt lists them."""
     judged = []
     user = user.split("\n\nAnswer with one JSON object only")[0]
-    for block in re.split(r"\n\n(?=C\d+(?: \(from P\d+\))?: )", "\n\n" + user)[1:]:
+    # "C1 (from P1, in German): …" and "E1 (from: a title; in English)", as judge.build_prompt labels them.
+    for block in re.split(r"\n\n(?=C\d+(?: \([^)\n]*\))?: )", "\n\n" + user)[1:]:
         claim, _, passages = block.partition("\n")
-        found = re.findall(r"^(E\d+)(?: \(from: [^\n]*\))?\n(.*?)(?=\n\nE\d+|\Z)", passages, re.MULTILINE | re.DOTALL)
+        found = re.findall(r"^(E\d+)(?: \([^\n]*\))?\n(.*?)(?=\n\nE\d+|\Z)", passages, re.MULTILINE | re.DOTALL)
         judged.append((claim.split(": ", 1)[1], found))
     # "the same passage as E1": E1's text, read again
     texts = {label: text for _, found in judged for label, text in found}
@@ -661,7 +682,10 @@ def _as_lines(kind: str, payload: dict, system: str) -> str:
     for entry in payload["sentences"]:
         lines.append(f"{entry['sentence']}:")
         lines += [
-            f"- {c['claim']}" + (f" | {c['query']}" if queries else "") + (f" | {c['label']}" if "label" in c else "")
+            f"- {c['claim']}"
+            + (f" | {c['query']}" if queries else "")
+            + (f" | en: {c['english_query']}" if c.get("english_query") else "")
+            + (f" | {c['label']}" if "label" in c else "")
             for c in entry["claims"]
         ]
     return "\n".join(lines)
@@ -723,6 +747,7 @@ class _SearchHandler(_Handler):
         time.sleep(server.latency)
         with server.lock:
             server.queries.append(request["q"])
+            server.bodies.append(request)
         if server.fail_status:
             return self._json(server.fail_status, {"message": server.fail_message, "statusCode": server.fail_status})
         self._json(
@@ -748,6 +773,8 @@ class FakeSerper(LoopbackServer):
     def __post_init__(self) -> None:
         LoopbackServer.__init__(self, _SearchHandler)
         self.queries: list[str] = []
+        # Each request's JSON body as sent ({"q", "num", and "hl"/"gl" for a text's language}).
+        self.bodies: list[dict] = []
         self.lock = threading.Lock()
         self._indexed: dict[str, set[str]] = {}
 

@@ -104,6 +104,9 @@ class Verification(models.Model):
     # provider: a run that asked nothing says where its answers came from.
     llm_cached = models.PositiveIntegerField(default=0)
     searches_cached = models.PositiveIntegerField(default=0)
+    # The text's language (ISO 639-1, pipeline/languages.py), detected when the run was saved; ""
+    # when the text was too short to tell or the detector unsure (and for runs from before).
+    language = models.CharField(max_length=8, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -154,6 +157,9 @@ class Claim(models.Model):
     model_label = models.CharField(max_length=8, blank=True)
     model_label_probability = models.FloatField(null=True, blank=True)
     from_model_knowledge = models.BooleanField(default=False)
+    # A claim of a text in a language whose web is thin (languages.LARGE_WEB) is also searched in
+    # English, with this query the decomposition wrote; blank otherwise.
+    english_query = models.TextField(blank=True)
 
     class Meta:
         ordering = ["sentence_id", "index"]
@@ -257,6 +263,8 @@ class Source(models.Model):
     origin = models.CharField(max_length=16, choices=Origin.choices, default=Origin.WEB)
     # The publication date the page or PDF states, when it states one.
     published = models.DateField(null=True, blank=True)
+    # The language of its text (ISO 639-1), detected when it was read; "" when unknown.
+    language = models.CharField(max_length=8, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["verification", "url"], name="source_unique_url")]

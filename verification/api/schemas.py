@@ -62,6 +62,10 @@ PublishedDate = Annotated[
 Stale = Annotated[bool, Field(description="published more than STALE_AFTER_YEARS years ago")]
 
 
+# A language as its ISO 639-1 code (pipeline/languages.py); null when not told.
+LanguageCode = Annotated[str | None, Field(json_schema_extra={"examples": ["de", "zh", "ar"]})]
+
+
 class Counts(Schema):
     supported: Count
     not_supported: Count
@@ -225,6 +229,7 @@ class EvidenceResult(Schema):
     title: str
     host: str
     source_type: SourceTypeValue
+    language: LanguageCode = Field(None, description="the language of its page's text; null when not told")
     provider: str = Field(
         description='the search provider that found the page for this claim ("serper", "wikipedia", …); "" for '
         "your own documents"
@@ -259,6 +264,11 @@ class ClaimResult(Schema):
     query: str
     second_query: str = Field(
         "", description="the query of the claim's second search, when too few of its pages could be read; '' when none"
+    )
+    english_query: str = Field(
+        "",
+        description="the English query it was also searched with, its text being in a language whose web is thin; "
+        "'' when none",
     )
     model_label: Literal["", "true", "false", "unsure"] = Field(
         "", description="quick mode: what the model said of the claim from its own knowledge; '' when not asked"
@@ -312,6 +322,7 @@ class SourceResult(Schema):
         "text itself cites (a page both cited and found is cited)"
     )
     source_type: SourceTypeValue
+    language: LanguageCode = Field(None, description="the language of its text, told when it was read; null until then")
     providers: list[str] = Field(description="the search providers that found the page, in the order they did")
     published: PublishedDate
     stale: Stale
@@ -363,6 +374,18 @@ class CitationResult(Schema):
     reason: str = Field(description="why, where the outcome alone does not say: a fetch failure, a marker's problem")
 
 
+class RunLanguage(Schema):
+    code: str = Field(description='its ISO 639-1 code: "de", "zh", "ar" …')
+    name: str = Field(description='its name in English: "German"')
+    own_name: str = Field(description='its name in itself: "Deutsch"')
+    support: Literal["tested", "less tested"] = Field(
+        description="tested: factsite's end-to-end tests run a text in it (en, de, es, fr, zh, ja, ar, hi); less "
+        "tested: checked the same way, untested"
+    )
+    dir: Literal["ltr", "rtl", "auto"] = Field(description="the direction its script is written in")
+    label: str = Field(description='the above in words: "checked in German", "checked in Thai: less tested"')
+
+
 class VerificationResult(Schema):
     id: str = Field(json_schema_extra={"format": "uuid"})
     permalink: str
@@ -372,6 +395,11 @@ class VerificationResult(Schema):
     created_at: Timestamp
     finished_at: Timestamp | None
     settings: RunSettings
+    language: RunLanguage | None = Field(
+        None,
+        description="the language the text was checked in (its claims and queries written in it, its search asked "
+        "in it); null when the text was too short to tell or the detector unsure: then no language was asked for",
+    )
     left_out: LeftOut = Field(description="search results the run's domain lists left out: never read nor counted")
     evidence: RunEvidence = Field(
         description="where evidence came from: web search, the documents given, both, or the texts of a trail "

@@ -6,7 +6,7 @@ from django.conf import settings
 from verification.clients import providers
 from verification.inputs import documents, domain_lists
 from verification.inputs.documents import EVIDENCE_MODES, EVIDENCE_SWITCHED_FROM, DocumentDraft, looks_binary
-from verification.pipeline import cited_segments
+from verification.pipeline import cited_segments, languages
 from verification.pipeline.citations import read_citations
 from verification.pipeline.domains import MAX_RUN_BLOCKED_DOMAINS
 from verification.pipeline.types import SegmentedSentence
@@ -45,6 +45,15 @@ CITATION_MODES = [
     ("also_search", "Read what the text cites, and search the web as well"),
     ("only", "Cited sources only: read what the text cites, no web search"),
 ]
+
+
+def unsupported_script_message(script: str) -> str:
+    """Why a text mostly in a script factsite cannot read is refused, in a person's words."""
+    return (
+        f"This text is written in the {script} script, which factsite cannot yet split into sentences "
+        "nor search the web in: its claims would not really be checked, so it is not run. Texts in "
+        "Latin, Cyrillic, Greek, Arabic, Hebrew, Indian, Thai, Chinese, Japanese or Korean scripts can be checked."
+    )
 
 
 def cited_only(run_settings: dict) -> bool:
@@ -173,6 +182,10 @@ class VerificationForm(forms.Form):
             )
         if looks_binary(text):
             raise forms.ValidationError("This does not look like text (it contains binary or control characters).")
+        if script := languages.unsupported_script(text):
+            # Refused, not run: its claims could be neither split out nor searched, and a run would
+            # show verdicts it cannot back (issue 36).
+            raise forms.ValidationError(unsupported_script_message(script), code="unsupported_script")
         # Split as the run will split it: what is refused here is exactly what the run would
         # have found no sentence in (it would start, then fail).
         # Kept for the run (services.verification_create), so the text is split once.

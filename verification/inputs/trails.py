@@ -11,8 +11,8 @@ from django.conf import settings
 
 from verification.clients import providers
 from verification.inputs.documents import looks_binary
-from verification.inputs.forms import DEFAULT_SETTINGS
-from verification.pipeline import trail_citations
+from verification.inputs.forms import DEFAULT_SETTINGS, unsupported_script_message
+from verification.pipeline import languages, trail_citations
 from verification.pipeline.trail_graph import Trail, TrailError, parse_trail
 from verification.pipeline.types import SegmentedSentence
 from verification.pipeline.urls import UnsafeAddress, parse_web_address
@@ -62,6 +62,8 @@ def trail_submission(data: object, *, model: str | None = None, q: int | None = 
     final = trail.node(trail.final)
     if final.text is None or not final.text.strip():
         raise TrailRefused(f"The trail is not valid: node {final.id!r}, the final text, needs its 'text' to check.")
+    if script := languages.unsupported_script(final.text):
+        raise TrailRefused(f"The final text (node {final.id!r}): {unsupported_script_message(script)}")
     # Split without its citation markers ("[Data: Reports (2)]"), as a pasted text is: they are
     # no part of a claim. Spans stay in the text as given, which the trail page shows.
     segments = tuple(trail_citations.final_segments(final.text))

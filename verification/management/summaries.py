@@ -59,6 +59,8 @@ def summary(result: dict, verification: Verification) -> str:
         f"({result['supported']} of {result['total']} evidence supported; score rule "
         f"{result['score_rule']}: {SCORE_RULES[result['score_rule']]})",
     ]
+    if result.get("language"):  # "Language: checked in Hindi: less tested" (issue 36)
+        lines.append(f"Language: {result['language']['label']}")
     for problem in result["problems"]:
         lines += _problem_lines(problem)
     citations = result.get("citations") or []

@@ -11,8 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from . import languages
+
 # The instructions (re-exported: the tests' fake model reads them here).
 from .decompose_prompts import (  # noqa: F401
+    ENGLISH_QUERY_LINE,
+    LANGUAGE_LINE,
     QUICK_INSTRUCTION,
     QUICK_INSTRUCTION_NO_QUERY,
     QUICK_SYSTEM_PROMPT,
@@ -60,11 +64,26 @@ def chunks(
     return groups
 
 
-def build_prompt(targets: Sequence[SegmentedSentence]) -> str:
+def build_prompt(targets: Sequence[SegmentedSentence], language: str | None = None, *, queries: bool = True) -> str:
     """Each paragraph (chunk) of the targets once, numbered S1..Sn across paragraphs, then the
-    targets' numbers."""
+    targets' numbers, and for a text in another language than English, the language to write
+    the claims (and queries) in."""
     lines, asked = _numbered(targets)
-    return "Context:\n" + "\n".join(lines) + f"\nTarget sentences: {', '.join(asked)}\nAnswer:"
+    told = language_lines(language, queries=queries)
+    return "Context:\n" + "\n".join(lines) + f"\nTarget sentences: {', '.join(asked)}\n{told}Answer:"
+
+
+def language_lines(language: str | None, *, queries: bool = True) -> str:
+    """What the prompt says of the text's language ("" for English, or for a language not
+    known: the model then writes as the example does). An English query as well where the
+    language's web is thin and the model writes queries at all."""
+    found = languages.language(language)
+    if found is None or found.code == "en":
+        return ""
+    told = LANGUAGE_LINE.format(name=found.name, and_queries=" and their queries" if queries else "")
+    if queries and found.thin_web:
+        told += ENGLISH_QUERY_LINE.format(name=found.name)
+    return told + "\n"
 
 
 def labels(targets: Sequence[SegmentedSentence]) -> dict[str, int]:
@@ -92,6 +111,7 @@ def decompose_chunk(
     *,
     quick: bool = False,
     queries: bool = True,
+    language: str | None = None,
 ) -> dict[int, list[ClaimDraft]]:
     """{sentence index: its claims} for the targets. Sentences the answer leaves out are asked
     once more on their own call; those still missing are absent from the result.
@@ -103,14 +123,15 @@ def decompose_chunk(
 
     `quick`: each claim also gets the model's own label (true, false, unsure) and, from a server
     that gives logprobs, that label's probability. `queries=False`: the model writes no search
-    query, and each claim's query is its own text."""
+    query, and each claim's query is its own text. `language`: the text's (ISO 639-1), which
+    the claims and queries are written in (build_prompt)."""
     found: dict[int, list[ClaimDraft]] = {}
     for _attempt in range(2):
         missing = [s for s in targets if s.index not in found]
         if not missing:
             break
         watcher = _Watcher(labels(missing), on_sentence, quick=quick) if on_sentence else None
-        found |= _ask(llm, missing, watcher, quick=quick, queries=queries)
+        found |= _ask(llm, missing, watcher, quick=quick, queries=queries, language=language)
     return found
 
 
@@ -121,6 +142,7 @@ def _ask(
     *,
     quick: bool = False,
     queries: bool = True,
+    language: str | None = None,
 ) -> dict[int, list[ClaimDraft]]:
     asked = labels(targets)
 
@@ -142,7 +164,7 @@ def _ask(
         streamed["logprobs"] = QUICK_TOP_LOGPROBS
     return llm.complete(
         system=system_prompt(quick=quick, queries=queries),
-        user=build_prompt(targets),
+        user=build_prompt(targets, language, queries=queries),
         schema_name="claims",
         schema=None,
         parse=parse,
@@ -313,7 +335,8 @@ def _bullets(text: str) -> list[dict]:
         if match:
             claim, _, rest = match.group(1).partition("|")
             query, label = _query_and_label(rest)
-            items.append({"claim": claim, "query": query, "label": label})
+            query, english = english_query(query)
+            items.append({"claim": claim, "query": query, "english_query": english, "label": label})
     if not items:
         raise MalformedAnswer(f"neither JSON nor a bullet list: {text[:80]!r}")
     return items
@@ -325,10 +348,30 @@ def _draft(item: Any) -> ClaimDraft | None:
     if not isinstance(item, dict):
         raise MalformedAnswer("a claim is neither text nor an object")
     claim = " ".join(str(item.get("claim") or "").split())
-    query = " ".join(str(item.get("query") or "").split()) or claim
+    query, english = english_query(" ".join(str(item.get("query") or "").split()))
+    english = " ".join(str(item.get("english_query") or item.get("en") or english).split())
+    query = query or claim
     if not claim:
         return None
-    return ClaimDraft(text=claim, query=query[:MAX_QUERY_CHARS], label=_label(str(item.get("label") or "")))
+    return ClaimDraft(
+        text=claim,
+        query=query[:MAX_QUERY_CHARS],
+        label=_label(str(item.get("label") or "")),
+        english_query="" if english.lower() == query.lower() else english[:MAX_QUERY_CHARS],
+    )
+
+
+# "query | en: english query", as ENGLISH_QUERY_LINE asks ("| EN:", "| **en**:" as models vary
+# it, or the English query alone after the claim).
+_ENGLISH_QUERY = re.compile(r"(?:^|\s*\|)\s*\**en\**\s*:\s*", re.IGNORECASE)
+
+
+def english_query(query: str) -> tuple[str, str]:
+    """A query as written → (the query in the text's language, the English one or "")."""
+    parts = _ENGLISH_QUERY.split(query, maxsplit=1)
+    if len(parts) == 1:
+        return query.strip(), ""
+    return parts[0].strip(), parts[1].strip()
 
 
 # A quick-mode label as models write it: "true", "**False**", "label: unsure", "True (confident)".

@@ -1,5 +1,6 @@
 """The decomposition's instructions (decompose.py): the plain prompt, the one that asks for no
-search query, and the line quick mode adds to either."""
+search query, the line quick mode adds to either, and the lines a text in another language than
+English adds to its user message."""
 
 # Worded after the FACTS&EVIDENCE prompt: the paragraphs are numbered S1..Sn so the model can
 # resolve "it"/"this treatment" from earlier sentences, and only the target sentences are split.
@@ -59,3 +60,19 @@ def system_prompt(*, quick: bool = False, queries: bool = True) -> str:
     if queries:
         return SYSTEM_PROMPT + (QUICK_INSTRUCTION if quick else "")
     return SYSTEM_PROMPT_NO_QUERY + (QUICK_INSTRUCTION_NO_QUERY if quick else "")
+
+
+# A text in another language than English (pipeline/languages.py). The example above is English,
+# and models follow the example's language unless told otherwise: the claims would come out
+# translated, their names and terms reworded before anything was searched, and their queries
+# would find English pages only. Claims in the text's own words keep what it says as it says it;
+# queries in its language find the pages its readers read. In the user message, after the
+# targets, so that the instructions above stay the same bytes for every text (a local server's
+# cached prefix).
+LANGUAGE_LINE = "The text is in {name}: write the claims{and_queries} in {name}, in the text's own words."
+# A language whose web is thin (languages.LARGE_WEB: under about 1 % of the web's pages): a query
+# in it may find few pages, so each claim also gets one in English, marked so the parser tells
+# the two apart. The English pages' passages are then judged against the claim as written.
+ENGLISH_QUERY_LINE = """
+After each claim's query add " | en: " and the same query in English:
+- <claim in {name}> | <query in {name}> | en: <the query in English>"""

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from . import lazy
+from . import languages, lazy
 from .types import ClaimToJudge, EvidenceToJudge, JsonLLM, Judgement, MalformedAnswer, Verdict
 
 # Evidence items (pages) per call: four claims' at the default top-k, so claims share the
@@ -36,9 +36,12 @@ MAX_TITLE_CHARS = 150
 # never taken for irrelevant. "irrelevant" is spelled out because models otherwise call
 # off-topic passages "refutes", which would count against a true claim. The verdicts are
 # FEVER's words, short and familiar to models. The same text on every call, so a local server
-# reuses its computed prefix.
+# reuses its computed prefix. A claim and a passage in different languages are labelled so
+# (build_prompt), and the third line says a passage in another language counts: models otherwise
+# call a Spanish claim's English source irrelevant for its words alone.
 SYSTEM_PROMPT = """Judge each passage (E1..) against the claim (C1..) above it, from the passage alone.
 A passage is excerpts of one page, joined by " … "; "the same passage as E1" is E1's text again.
+A passage in another language than its claim is judged by what it says: it can support or refute it.
 supports: it states or clearly implies the claim;
 refutes: it is about the claim's subject and contradicts it;
 irrelevant: it does not address the claim, or says too little to decide.
@@ -91,7 +94,10 @@ def build_prompt(claims: Sequence[ClaimToJudge]) -> str:
     number = 0
     shown: dict[str, str] = {}  # a passage's text → the label it was first shown under
     for c, claim in enumerate(claims, start=1):
-        origin = f" (from P{paragraphs[claim.context]})" if claim.context else ""
+        notes = [f"from P{paragraphs[claim.context]}"] if claim.context else []
+        if _tells_language(claim):
+            notes.append(f"in {languages.name(claim.language)}")
+        origin = f" ({', '.join(notes)})" if notes else ""
         passages = []
         for item in claim.items:
             number += 1
@@ -99,16 +105,37 @@ def build_prompt(claims: Sequence[ClaimToJudge]) -> str:
             # Two claims of a sentence often get the same excerpts of a page: read once.
             body = f"the same passage as {shown[text]}" if text in shown else text
             shown.setdefault(text, f"E{number}")
-            passages.append(f"E{number}{_title(item)}\n{body}")
+            passages.append(f"E{number}{_title(item, claim.language)}\n{body}")
         parts.append(f"C{c}{origin}: {claim.text}\n" + "\n\n".join(passages))
     return "\n\n".join(parts)
 
 
-def _title(item: EvidenceToJudge) -> str:
+def _tells_language(claim: ClaimToJudge) -> bool:
+    """Whether the prompt names the claim's language: when it is not English, or when one of
+    its passages is in another one. English claims on English pages read as they always did."""
+    if not claim.language:
+        return False
+    return claim.language != "en" or any(_other_language(item, claim.language) for item in claim.items)
+
+
+def _other_language(item: EvidenceToJudge, claim_language: str) -> bool:
+    """Both languages are known, and they differ."""
+    return bool(item.language and claim_language) and item.language != claim_language
+
+
+def _title(item: EvidenceToJudge, claim_language: str = "") -> str:
     title = item.source_title[:MAX_TITLE_CHARS]
+    # A page in another language than the claim says so, for the judge to read it across.
+    language = f"; in {languages.name(item.language)}" if _other_language(item, claim_language) else ""
     if item.snippet_only:  # a few words the engine chose, cut anywhere: the judge should know
-        return f" (from: {title}; its search snippet only)" if title else " (from: a search snippet only)"
-    return f" (from: {title})" if title and not item.passage.startswith(title) else ""
+        return (
+            f" (from: {title}; its search snippet only{language})"
+            if title
+            else f" (from: a search snippet only{language})"
+        )
+    if title and not item.passage.startswith(title):
+        return f" (from: {title}{language})"
+    return f" ({language[2:]})" if language else ""
 
 
 def judge_claims(llm: JsonLLM, claims: Sequence[ClaimToJudge], *, prompt_tokens: int = 0) -> list[Judgement]:

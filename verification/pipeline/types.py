@@ -83,6 +83,9 @@ class ClaimDraft:
     # or not given), and the probability of that label's tokens (None without logprobs).
     label: str = ""
     probability: float | None = None
+    # A query in English beside the claim's own, for a text in a language whose web is thin
+    # (languages.LARGE_WEB); "" otherwise.
+    english_query: str = ""
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,8 @@ class EvidenceToJudge:
     highlights: tuple[tuple[int, int], ...] = ()
     # The passage is the search engine's snippet of a page that could not be read.
     snippet_only: bool = False
+    # The language of its page (ISO 639-1; "" when not known).
+    language: str = ""
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,8 @@ class ClaimToJudge:
     text: str
     context: str
     items: tuple[EvidenceToJudge, ...]
+    # The claim's language, its text's (ISO 639-1; "" when not known).
+    language: str = ""
 
 
 @dataclass(frozen=True)
@@ -209,7 +216,8 @@ class JsonLLM(Protocol):
 
 
 class SearchProvider(Protocol):
-    def search(self, query: str, num: int) -> list[SearchHit]: ...
+    # `language`: the query's (ISO 639-1), passed only when it is known (search.search_claim).
+    def search(self, query: str, num: int, *, language: str | None = None) -> list[SearchHit]: ...
 
 
 @dataclass(frozen=True)

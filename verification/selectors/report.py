@@ -20,6 +20,7 @@ from verification.scoring import (
 )
 from verification.scoring.citations import citation_summary
 from verification.selectors.citations import citation_results, citations_counted
+from verification.selectors.languages import language_label
 from verification.selectors.quick import model_knowledge_note, quick_summary
 from verification.selectors.records import (
     claim_records,
@@ -284,6 +285,9 @@ def run_facts(verification: Verification) -> dict:
     end = verification.finished_at
     return {
         "model": chosen.get("model", ""),
+        # "checked in German", "checked in Hindi: less tested"; "" when the language was not told.
+        "language": language_label(verification.language),
+        "language_code": verification.language,
         "evidence": dict(EVIDENCE_MODES).get(evidence_mode(verification), ""),
         "retrieval_mode": chosen.get("retrieval_mode", ""),
         "top_k_results": chosen.get("top_k_results", ""),

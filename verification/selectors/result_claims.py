@@ -94,6 +94,7 @@ def _claim_facts(sentence: SentenceRow) -> list[tuple[dict, list[dict]]]:
                 "id": claim.pk,
                 "text": claim.text,
                 "query": claim.query,
+                "english_query": claim.english_query,
                 "status": claim.status,
                 "from_model_knowledge": claim.from_model_knowledge,
                 "model_label": claim.model_label,
@@ -116,6 +117,8 @@ def _evidence_facts(item: Evidence) -> dict:
         "url": source.url,
         "title": source.title or source.url,
         "host": source.host,
+        # Its page's language: the passage's `lang` and `dir` (a right-to-left page reads so).
+        "language": source.language,
         "source_type": source.source_type,
         "type_label": source.get_source_type_display() if source.source_type else "",
         # An upload is shown by its name, with no link: its bytes are never served.

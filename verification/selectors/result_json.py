@@ -19,6 +19,7 @@ from verification.scoring import (
     Tally,
 )
 from verification.selectors.citations import citation_results, citations_counted
+from verification.selectors.languages import run_language
 from verification.selectors.progress import verification_problems, verification_progress
 from verification.selectors.quick import quick_summary
 from verification.selectors.records import (
@@ -78,6 +79,7 @@ def verification_result(verification: Verification, state: ViewState | None = No
         "created_at": verification.created_at.isoformat(),
         "finished_at": verification.finished_at.isoformat() if verification.finished_at else None,
         "settings": run_settings_json(verification),
+        "language": run_language(verification),
         "left_out": domains_left_out(verification),
         "evidence": evidence_mode(verification),
         "score_rule": scores.rule,
@@ -206,6 +208,7 @@ def _sentence_json(sentence, scores: Scores, found: Verdicts, claims, evidence_b
                 "text": claim.text,
                 "query": claim.query,
                 "second_query": claim.second_query,
+                "english_query": claim.english_query,
                 "model_label": claim.model_label,
                 "model_label_probability": claim.model_label_probability,
                 "from_model_knowledge": claim.from_model_knowledge,
@@ -229,6 +232,7 @@ def _evidence_json(item: Evidence, scores: Scores) -> dict:
         "title": source.title,
         "host": source.host,
         "source_type": source.source_type,
+        "language": source.language or None,
         "provider": item.provider,
         **_dates_json(source),
         "passage": item.passage,
@@ -254,6 +258,7 @@ def _source_json(source: Source, providers: list[str]) -> dict:
         "title": source.title,
         "origin": source.origin,
         "source_type": source.source_type,
+        "language": source.language or None,
         "providers": providers,
         **_dates_json(source),
         "type_decided_by": source.type_decided_by,

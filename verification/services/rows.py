@@ -91,6 +91,7 @@ def claims_save(
                 index=i,
                 text=d.text,
                 query=d.query,
+                english_query=d.english_query,
                 model_label=d.label if quick else "",
                 model_label_probability=d.probability if quick else None,
                 from_model_knowledge=quick and known_by_model(d, quick_min_probability),
@@ -212,11 +213,11 @@ def document_results_save(*, claim: Claim, first_rank: int = 1) -> list[Source]:
     ]
 
 
-def source_fetched(source: Source, *, page: PageSentences) -> None:
+def source_fetched(source: Source, *, page: PageSentences, language: str = "") -> None:
     # An upload keeps its file name as its title: that is how the person knows it.
     title = source.title if is_upload(source.url) else page.title or source.title
     Source.objects.filter(pk=source.pk).update(
-        status=Status.DONE, title=title, final_url=page.final_url, published=page.published
+        status=Status.DONE, title=title, final_url=page.final_url, published=page.published, language=language
     )
 
 

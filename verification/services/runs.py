@@ -20,7 +20,7 @@ from verification.models import (
     Verification,
     WorkerProcess,
 )
-from verification.pipeline import cited_segments
+from verification.pipeline import cited_segments, languages
 from verification.pipeline.citations import read_citations
 from verification.pipeline.types import LLMUsage, SegmentedSentence
 from verification.services.citations import citations_save
@@ -44,7 +44,12 @@ def verification_create(
     it): the worker's first task then only has to send them on, and on a cold worker it does not
     wait for the sentence splitter to load (seconds of CPU while everything else starts)."""
     verification = Verification.objects.create(
-        text=text, settings=settings, edited_from=edited_from, client=client, creator=creator
+        text=text,
+        settings=settings,
+        edited_from=edited_from,
+        client=client,
+        creator=creator,
+        language=languages.detect_language(text) or "",
     )
     # The text's own citations (issue 34): its sentences are split without them (the form split it
     # so too: cited_segments), and each citation is saved with its sentence.

@@ -22,7 +22,7 @@ from verification.models import (
     TrailSelection,
     Verification,
 )
-from verification.pipeline import segment
+from verification.pipeline import languages, segment
 from verification.pipeline.trail_graph import Trail
 from verification.pipeline.types import SegmentedSentence
 from verification.services.rows import sentences_save, transition
@@ -41,7 +41,11 @@ def trail_create(
     node is a row. A node given as a document waits to be read (worker/trail.trail_node_read)."""
     final = trail.node(trail.final)
     verification = Verification.objects.create(
-        text=final.text or "", settings={**settings, "evidence": "trail"}, client=client, creator=creator
+        text=final.text or "",
+        settings={**settings, "evidence": "trail"},
+        client=client,
+        creator=creator,
+        language=languages.detect_language(final.text or "") or "",
     )
     TrailNode.objects.bulk_create(
         TrailNode(

@@ -55,9 +55,13 @@ def sentences_decompose(sentence_ids: list[int]) -> None:
     quick = quick_mode(begun[0].verification.settings)
     queries = begun[0].verification.settings.get(WRITE_SEARCH_QUERIES, True)  # True: runs from before it
     system = decompose.system_prompt(quick=quick, queries=queries)
+    # Claims and queries in the text's language (pipeline/languages.py), detected when it was saved.
+    language = begun[0].verification.language or None
     segmented = {sentence.pk: chunks.segmented(sentence) for sentence in begun}
     keys = {
-        pk: cache_key("decompose", llm.base_url, llm.model, system, decompose.build_prompt([s]))
+        pk: cache_key(
+            "decompose", llm.base_url, llm.model, system, decompose.build_prompt([s], language, queries=queries)
+        )
         for pk, s in segmented.items()
     }
     found = {pk: drafts for pk in keys if (drafts := lookup(keys[pk])) is not None}
@@ -78,7 +82,9 @@ def sentences_decompose(sentence_ids: list[int]) -> None:
 
     asked = [segmented[sentence.pk] for sentence in unknown.values()]
     try:
-        answers = decompose.decompose_chunk(llm, asked, on_sentence=answered, quick=quick, queries=queries)
+        answers = decompose.decompose_chunk(
+            llm, asked, on_sentence=answered, quick=quick, queries=queries, language=language
+        )
     except StepError as error:
         answers = {}
         _ask_in_parts([sentence.pk for sentence in unknown.values()], asked=len(asked), error=error)

@@ -90,6 +90,7 @@ def judge_items(verification: Verification, items: list[Evidence]) -> None:
         ClaimToJudge(
             text=group[0].claim.text,
             context="",  # decomposed claims stand alone (see pipeline/judge.py)
+            language=verification.language,
             items=tuple(
                 EvidenceToJudge(
                     key=str(e.pk),
@@ -97,6 +98,7 @@ def judge_items(verification: Verification, items: list[Evidence]) -> None:
                     passage=e.passage,
                     highlights=tuple(tuple(h) for h in e.highlights),
                     snippet_only=e.snippet_only,
+                    language=e.source.language,
                 )
                 for e in group
             ),

@@ -21,7 +21,7 @@ from verification.models import (
     Status,
     Upload,
 )
-from verification.pipeline import refusals
+from verification.pipeline import languages, refusals
 from verification.pipeline.pdf import is_pdf
 from verification.pipeline.types import (
     FetchedDocument,
@@ -47,7 +47,8 @@ def source_fetch(source_id: int) -> None:
         try:
             page = _page_sentences(source)
             _refuse_final_host(source, page)
-            services.source_fetched(source, page=page)
+            # The page's language, shown beside its passages (their `lang` and `dir`) and told to the judge.
+            services.source_fetched(source, page=page, language=languages.detect_language_of(page.sentences) or "")
         except StepError as error:
             page = None
             services.source_fail(source_id, reason=str(error), transient=error.transient)

@@ -63,7 +63,7 @@ def claim_search(claim_id: int) -> None:
         return
     cited_only = forms.cited_only(claim.sentence.verification.settings)
     try:
-        hits = [] if mode == "documents" or cited_only else _web_hits(claim, claim.query)
+        hits = [] if mode == "documents" or cited_only else _hits_in_language(claim)
     except StepError as error:
         _fail_claim(claim.pk, reason=f"web search failed: {error}", transient=error.transient)
         return
@@ -123,22 +123,41 @@ def _read(claim: Claim, new_sources: list[Source]) -> None:
         read.read_results(result.source, [result])
 
 
-def _web_hits(claim: Claim, query: str, *, seen: int = 0) -> list:
+def _hits_in_language(claim: Claim) -> list:
+    """The claim's first search, in the text's language; with the English query the
+    decomposition wrote for a language whose web is thin, that search's results too, taking
+    turns with the first's (search.merged). The English search failing leaves the first's."""
+    language = claim.sentence.verification.language or None
+    hits = _web_hits(claim, claim.query, language=language)
+    if not claim.english_query or language in (None, "en"):
+        return hits
+    try:
+        english = _web_hits(claim, claim.english_query, language="en")
+    except StepError as error:
+        logger.warning("the English search of claim %s failed (%s): its own language's results only", claim.pk, error)
+        return hits
+    return search.merged(hits, english, max(len(hits), len(english)))
+
+
+def _web_hits(claim: Claim, query: str, *, seen: int = 0, language: str | None = None) -> list:
     """The web's results for `query` (cached across runs), counted with the run's searches;
-    `seen` more than the run reads when that many are already the claim's. Raises StepError."""
+    `seen` more than the run reads when that many are already the claim's. `language`: the
+    query's, asked of the engines that take one (None: the run's text language). Raises StepError."""
     verification = claim.sentence.verification
+    language = language or verification.language or None
     # More than the run reads when domain lists may leave some out (see _readable_hits).
     top_k = domains.search_depth(
         verification.settings["top_k_results"] + seen, domain_lists.rules_for(verification.settings)
     )
     provider = providers.search_provider()
-    key = cache_key("search", provider.endpoint, query, top_k)
+    # The language is part of what was asked (Google's hl, another Wikipedia); none: as before.
+    key = cache_key("search", provider.endpoint, query, top_k, *([language] if language else []))
     hits = lookup(key)
     if hits is not None:
         services.usage_add(verification.pk, searches_cached=1)
         return hits
     try:
-        hits = search.search_claim(provider, query, top_k)
+        hits = search.search_claim(provider, query, top_k, language=language)
     finally:
         # Its own short write: the run's row is every task's counter, so no long lock on it.
         services.usage_add(verification.pk, searches=1)

@@ -14,7 +14,7 @@ class NamedProvider(Protocol):
     label: str
     endpoint: str
 
-    def search(self, query: str, num: int) -> list[SearchHit]: ...
+    def search(self, query: str, num: int, *, language: str | None = None) -> list[SearchHit]: ...
 
 
 class SearchChain:
@@ -26,13 +26,15 @@ class SearchChain:
         """Every endpoint in order: what a cached answer depends on."""
         return " > ".join(provider.endpoint for provider in self.providers)
 
-    def search(self, query: str, num: int) -> list[SearchHit]:
+    def search(self, query: str, num: int, *, language: str | None = None) -> list[SearchHit]:
+        """`language`: the ISO 639-1 code of the query's language, which each provider asks its
+        engine for in its own terms (None: as before languages were read)."""
         if not self.providers:
             raise StepError("no search provider is configured (SEARCH_PROVIDERS)")
         reasons: list[str] = []
         for provider in self.providers:
             try:
-                hits = provider.search(query, num)
+                hits = provider.search(query, num, language=language)
             except StepError as error:
                 reasons.append(str(error))
                 continue

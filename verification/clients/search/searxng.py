@@ -1,6 +1,7 @@
-"""SearXNG, self-hosted and keyless: GET {url}/search?q=&format=json; hits in `results[]`
-(url, title, content). An instance answers 403 when its settings leave `json` out of
-`search.formats`."""
+"""SearXNG, self-hosted and keyless: GET {url}/search?q=&format=json, and `language` (an ISO
+639-1 code, which SearXNG hands each engine in its own form) for a text in a known language;
+hits in `results[]` (url, title, content). An instance answers 403 when its settings leave
+`json` out of `search.formats`."""
 
 from verification.pipeline.types import SearchHit, StepError
 
@@ -11,13 +12,16 @@ class SearxngSearch(HttpProvider):
     name, label = "searxng", "SearXNG"
     path = "/search"
 
-    def search(self, query: str, num: int) -> list[SearchHit]:
+    def search(self, query: str, num: int, *, language: str | None = None) -> list[SearchHit]:
+        params = {"q": query, "format": "json"}
+        if language:  # without it, the instance's default (search.default_lang, often "auto")
+            params["language"] = language
         response = send(
             self.session,
             self.label,
             "GET",
             self.endpoint,
-            params={"q": query, "format": "json"},
+            params=params,
             headers={"Accept": "application/json"},
             timeout=self.timeout,
         )

@@ -1,6 +1,8 @@
-"""Serper (Google results): POST {base}/search with X-API-KEY and {"q", "num"}; hits in
-`organic[]` (link, title, snippet)."""
+"""Serper (Google results): POST {base}/search with X-API-KEY and {"q", "num"}, and for a text
+in a known language Google's `hl` (its language) and `gl` (its country); hits in `organic[]`
+(link, title, snippet)."""
 
+from verification.pipeline import languages
 from verification.pipeline.types import SearchHit, StepError
 
 from .http import HttpProvider, error_detail, hits_from, json_object, send
@@ -10,13 +12,13 @@ class SerperSearch(HttpProvider):
     name, label = "serper", "Serper"
     path = "/search"
 
-    def search(self, query: str, num: int) -> list[SearchHit]:
+    def search(self, query: str, num: int, *, language: str | None = None) -> list[SearchHit]:
         response = send(
             self.session,
             self.label,
             "POST",
             self.endpoint,
-            json={"q": query, "num": num},
+            json={"q": query, "num": num, **locale(language)},
             headers={"X-API-KEY": self.api_key},
             timeout=self.timeout,
         )
@@ -33,3 +35,19 @@ class SerperSearch(HttpProvider):
         if status in (401, 403):
             return f"Serper: the key was refused (HTTP {status}): check SERPER_API_KEY"
         return f"Serper: the service answered HTTP {status}" + (f" ({detail})" if detail else "")
+
+
+# Google's interface-language codes where they are not the ISO 639-1 code.
+_GOOGLE_HL = {"zh": "zh-cn", "he": "iw", "jv": "jw"}
+
+
+def locale(language: str | None) -> dict[str, str]:
+    """{"hl", "gl"} for a language factsite knows (gl only where it has a country); {} else,
+    and Google answers as it did before languages were read."""
+    found = languages.language(language)
+    if found is None:
+        return {}
+    params = {"hl": _GOOGLE_HL.get(found.code, found.code)}
+    if found.region:
+        params["gl"] = found.region
+    return params

@@ -1,5 +1,6 @@
 """Tavily: POST {base}/search with `Authorization: Bearer <key>` and {"query", "max_results"};
-hits in `results[]` (url, title, content). Errors come as {"detail": {"error": "..."}}."""
+hits in `results[]` (url, title, content). Errors come as {"detail": {"error": "..."}}.
+Tavily takes no language: a query in the text's language finds pages in it all the same."""
 
 from verification.pipeline.types import SearchHit, StepError
 
@@ -13,7 +14,7 @@ class TavilySearch(HttpProvider):
     name, label = "tavily", "Tavily"
     path = "/search"
 
-    def search(self, query: str, num: int) -> list[SearchHit]:
+    def search(self, query: str, num: int, *, language: str | None = None) -> list[SearchHit]:
         response = send(
             self.session,
             self.label,

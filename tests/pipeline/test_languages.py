@@ -1,0 +1,115 @@
+"""The language of a text and what factsite knows of it (pipeline/languages.py), on AI answers
+written in each tested language (tests/data/languages/answer_<code>.txt)."""
+
+from pathlib import Path
+
+import pytest
+
+from verification.pipeline import languages
+
+FIXTURES = Path(__file__).parent.parent / "data" / "languages"
+
+
+def answer(code: str) -> str:
+    return (FIXTURES / f"answer_{code}.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("code", ["de", "es", "fr", "zh", "ja", "ar", "hi", "it"])
+def test_it_detects_the_language_of_an_answer(code):
+    assert languages.detect_language(answer(code)) == code
+
+
+@pytest.mark.parametrize("code", ["de", "zh", "ar"])
+def test_its_first_sentence_alone_tells_the_language(code):
+    first = answer(code).replace("。", ".").split(".")[0]
+    assert languages.detect_language(first) == code
+
+
+def test_it_detects_english():
+    text = "The Eiffel Tower is in Paris. It was completed in 1889 for the World's Fair."
+    assert languages.detect_language(text) == "en"
+
+
+@pytest.mark.parametrize("text", ["", "OK", "Paris 1889", "https://example.org/a-long-address-with-words 12 34"])
+def test_a_text_too_short_to_tell_has_no_language(text):
+    assert languages.detect_language(text) is None
+
+
+def test_kana_make_a_text_japanese_even_when_han_dominates():
+    # Mostly kanji, as a short Japanese heading is; a character model reads it as Chinese.
+    assert languages.detect_language("東京都庁舎は新宿区西新宿に所在する建物である") == "ja"
+
+
+def test_a_japanese_name_in_an_english_text_leaves_it_english():
+    text = (
+        "Pokémon, known as ポケモン in Japan, is a media franchise created by Satoshi Tajiri in 1996. "
+        "It began with two video games for the Game Boy and grew into films, cards and toys."
+    )
+    assert languages.detect_language(text) == "en"
+
+
+def test_a_page_is_detected_from_its_first_sentences_only():
+    sentences = ["Der Eiffelturm steht in Paris, nicht in Berlin."] * 100 + ["The rest of the page is English."] * 1000
+    assert languages.detect_language_of(sentences) == "de"
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "support", "direction"),
+    [
+        ("de", "German", "tested", "ltr"),
+        ("ar", "Arabic", "tested", "rtl"),
+        ("hi", "Hindi", "tested", "ltr"),
+        ("it", "Italian", "less tested", "ltr"),
+        ("fa", "Persian", "less tested", "rtl"),
+    ],
+)
+def test_each_language_is_described_with_its_support_and_direction(code, name, support, direction):
+    described = languages.described(code)
+    assert (described["name"], described["support"], described["dir"]) == (name, support, direction)
+
+
+def test_a_code_without_a_name_is_less_tested_and_reads_either_way():
+    assert languages.described("xx") == {
+        "code": "xx",
+        "name": "xx",
+        "own_name": "xx",
+        "support": "less tested",
+        "dir": "auto",
+    }
+    assert languages.described("") is None
+
+
+def test_every_language_with_a_two_letter_code_the_model_knows_has_a_name():
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    every = LanguageIdentifier.from_model_file(MODEL_FILE).labels
+    assert {code for code in every if len(code) == 2} <= set(languages.LANGUAGES)
+    # The detector chooses among those, and the varieties it counts for one of them.
+    assert set(languages._load_identifier().labels) <= set(languages.LANGUAGES) | {
+        "wuu",
+        "yue",
+        "ary",
+        "arz",
+        "uzs",
+        "sdh",
+    }
+
+
+def test_a_thin_webs_language_is_searched_in_english_too():
+    assert languages.language("hi").thin_web and languages.language("ar").thin_web
+    assert not languages.language("de").thin_web and not languages.language("zh").thin_web
+
+
+def test_a_text_in_a_script_factsite_cannot_split_is_named():
+    assert languages.unsupported_script(answer("bo")) == "Tibetan"
+    assert languages.unsupported_script("ኢትዮጵያ በምሥራቅ አፍሪካ የምትገኝ አገር ናት። ዋና ከተማዋ አዲስ አበባ ናት።") == "Ethiopic (Ge'ez)"
+
+
+@pytest.mark.parametrize("code", ["de", "es", "fr", "zh", "ja", "ar", "hi", "it"])
+def test_the_tested_scripts_are_supported(code):
+    assert languages.unsupported_script(answer(code)) is None
+
+
+def test_a_quotation_in_another_script_does_not_refuse_a_text():
+    text = answer("de") + " Auf Tibetisch heißt Lhasa ལྷ་ས་."
+    assert languages.unsupported_script(text) is None

@@ -1,0 +1,169 @@
+"""Texts in other languages on the real worker (issue 36), against the fakes on 127.0.0.1: an AI
+answer in each tested language is checked in it (claims and queries in its words, the search asked
+for its language and country, the judge told the languages), its language shown on the page, in
+the JSON, the CLI summary and the reports; a language the tests do not cover is marked "less
+tested"; a text in a script factsite cannot read is refused before it runs.
+
+The fake model echoes each sentence as its claim (tests/fakes.py), so a claim in the text's
+language is what the decomposition hands on, in any language; each answer's page is a site of
+its own that says what the answer says."""
+
+from pathlib import Path
+
+import pytest
+from lxml import html as lxml_html
+
+from tests.fakes import FakePage, FakeSite
+from tests.test_engine import wait_for
+from verification.management.summaries import summary
+from verification.models import Claim, Source, Verification
+from verification.pipeline import languages
+from verification.selectors.records import permalink
+
+FIXTURES = Path(__file__).parent / "data" / "languages"
+
+# Google's hl and gl for each tested language (clients/search/serper.py).
+GOOGLE = {
+    "de": ("de", "de"),
+    "es": ("es", "mx"),
+    "fr": ("fr", "fr"),
+    "zh": ("zh-cn", "cn"),
+    "ja": ("ja", "jp"),
+    "ar": ("ar", "eg"),
+    "hi": ("hi", "in"),
+}
+
+
+def answer(code: str) -> str:
+    return (FIXTURES / f"answer_{code}.txt").read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def page_in(world):
+    """A site whose page says what the answer in a language says, found by the fake search."""
+    sites = []
+
+    def start(code: str) -> FakeSite:
+        site = FakeSite(pages={f"/{code}": FakePage(f"{languages.name(code)} page", answer(code))}).start()
+        world.serper.sites.append(site)
+        sites.append(site)
+        return site
+
+    yield start
+    for site in sites:
+        site.stop()
+
+
+def start(client, text: str) -> str:
+    body = {"text": text, "settings": {"retrieval_mode": "sparse", "top_k_passages": 1, "context_size": 0}}
+    response = client.post("/api/verifications", body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def prompts(world, kind: str) -> list[str]:
+    """The user messages of the fake model's calls of one kind ("claims", "judgements")."""
+    asked = []
+    for request in world.llm.requests:
+        system = request["messages"][0]["content"]
+        is_claims = "atomic claims" in system
+        if (kind == "claims") == is_claims and (kind != "judgements" or "Judge each passage" in system):
+            asked.append(request["messages"][-1]["content"])
+    return asked
+
+
+@pytest.mark.parametrize("code", list(GOOGLE))
+@pytest.mark.django_db(transaction=True)
+def test_an_answer_is_checked_in_its_own_language(client, world, celery_worker, page_in, code):
+    site = page_in(code)
+    name = languages.name(code)
+
+    result = wait_for(client, start(client, answer(code)))
+
+    assert result["status"] == "done", result["error"]
+    assert result["language"] == {
+        **languages.described(code),
+        "label": f"checked in {name}",
+    }
+    assert result["language"]["support"] == "tested"
+    # The model was told the language, and the claims it wrote are in it.
+    assert all(
+        f"The text is in {name}: write the claims and their queries in {name}" in p for p in prompts(world, "claims")
+    )
+    claims = list(Claim.objects.values_list("text", "query", "english_query"))
+    assert claims and languages.detect_language(" ".join(text for text, _, _ in claims)) == code
+    # Each query in the language was searched in it, asking Google for the language and its country.
+    hl, gl = GOOGLE[code]
+    own = [body for body in world.serper.bodies if body["q"] in {query for _, query, _ in claims}]
+    assert own and all((body["hl"], body["gl"]) == (hl, gl) for body in own)
+    # Arabic and Hindi, whose web is thin, were also searched in English where the model wrote an English query.
+    english = {query for _, _, query in claims if query}
+    assert bool(english) == (code in ("ar", "hi"))
+    assert {body["q"] for body in world.serper.bodies if body.get("hl") == "en"} == english
+    # The page in the language was read, its language told, and it supports the answer.
+    page = Source.objects.get(url=f"{site.url}/{code}")
+    assert page.language == code
+    items = [e for s in result["sentences"] for c in s["claims"] for e in c["evidence"]]
+    assert any(e["url"] == page.url and e["verdict"] == "supported" and e["language"] == code for e in items)
+    assert {s["language"] for s in result["sources"] if s["url"] == page.url} == {code}
+    # The judge was told the claims' language.
+    assert any(f"C1 (in {name}): " in p for p in prompts(world, "judgements"))
+    # The page says which language the text was checked in, and the text reads in its direction.
+    document = lxml_html.fromstring(client.get(permalink(Verification.objects.get()), {"sentence": 0}).content)
+    assert document.get_element_by_id("run-language").text_content().startswith(f"Checked in {name}")
+    text = document.find_class("text")[0]
+    assert (text.get("lang"), text.get("dir")) == (code, "rtl" if code == "ar" else "ltr")
+    passages = [p for p in document.find_class("passage") if p.get("lang") == code]
+    assert passages and {p.get("dir") for p in passages} == {"rtl" if code == "ar" else "ltr"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_language_the_tests_do_not_cover_is_marked_less_tested(client, world, celery_worker, page_in):
+    page_in("it")
+
+    result = wait_for(client, start(client, answer("it")))
+
+    assert result["status"] == "done", result["error"]
+    assert (result["language"]["code"], result["language"]["support"]) == ("it", "less tested")
+    assert result["language"]["label"] == "checked in Italian: less tested"
+    verification = Verification.objects.get()
+    page = client.get(permalink(verification)).content.decode()
+    assert "Checked in Italian: less tested" in page
+    assert "Language: checked in Italian: less tested" in summary(result, verification)
+    markdown = client.get(f"/v/{verification.pk}/report.md").content.decode()
+    assert "- Language: checked in Italian: less tested" in markdown
+    report = lxml_html.fromstring(client.get(f"/v/{verification.pk}/report.html").content)
+    assert report.get_element_by_id("report-language").text_content() == "Checked in Italian: less tested"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_english_text_is_checked_in_english_without_a_line_about_it(client, world, celery_worker):
+    text = "The Eiffel Tower is in Paris, France. It was completed in 1889 for the World's Fair."
+
+    result = wait_for(client, start(client, text))
+
+    assert result["status"] == "done", result["error"]
+    assert result["language"]["label"] == "checked in English"
+    assert all("The text is in" not in p for p in prompts(world, "claims"))
+    assert all("(in English)" not in p for p in prompts(world, "judgements"))
+    assert {(body["hl"], body["gl"]) for body in world.serper.bodies} == {("en", "us")}
+    page = client.get(permalink(Verification.objects.get())).content.decode()
+    assert 'id="run-language"' not in page and 'lang="en" dir="ltr"' in page
+
+
+@pytest.mark.django_db
+def test_a_text_in_a_script_factsite_cannot_read_is_refused_in_words(client, world):
+    response = client.post("/api/verifications", {"text": answer("bo")}, content_type="application/json")
+
+    assert response.status_code == 400
+    assert "written in the Tibetan script, which factsite cannot yet split into sentences" in response.json()["detail"]
+    assert not Verification.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_form_refuses_it_and_says_why(client, world):
+    response = client.post("/", {"text": answer("bo")})
+
+    assert response.status_code in (200, 400)
+    assert "Tibetan script" in response.content.decode()
+    assert not Verification.objects.exists()
