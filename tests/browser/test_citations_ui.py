@@ -113,19 +113,21 @@ def test_badges_and_the_summary_show_each_citation_and_one_tick_leaves_cited_sou
     page.focus("#citation-3 summary")
     page.keyboard.press("Enter")
     expect(page.locator("#citation-3 .citation-said")).to_have_text("[4] does not exist: the page answered HTTP 404.")
+    expect(panel).to_be_hidden()  # one badge open at a time: their panels would lie over each other
     # Opening a badge moves no text: its panel lies over what follows.
     assert page.locator("#sentence-2").bounding_box() == box
     assert_no_violations(page, "a result with its citations' badges open")
     page.emulate_media(color_scheme="dark")
     assert_no_violations(page, "a result with its citations' badges open, dark")
     page.emulate_media(color_scheme="light")
-    # Escape closes it (its panel no longer lies over the other's link), the focus back on its badge.
+    # Escape closes it, the focus back on its badge.
     page.focus("#citation-3 .citation-panel a")
     page.keyboard.press("Escape")
     expect(page.locator("#citation-3 .citation-panel")).to_be_hidden()
     expect(page.locator("#citation-3 summary")).to_be_focused()
 
     # The link in the panel shows the passage among its sentence's evidence, marked as cited.
+    wrong.locator("summary").click()
     wrong.locator("a.citation-evidence").click()
     page.wait_for_url(re.compile(r"sentence=1"))
     expect(page.locator("#evidence-heading")).to_have_text("Sentence 2")

@@ -85,7 +85,7 @@ def _citation_badge(badge: dict, path: str) -> str:
     if evidence:
         passage = highlighted(passage_parts(evidence["passage"], evidence["highlights"]))
         panel.append(
-            f'<p class="citation-claim">Judged for the claim “{escape(evidence["claim"])}”:</p>'
+            f'<p class="citation-claim">For the claim “{escape(evidence["claim"])}”</p>'
             f'<blockquote class="passage">{passage}</blockquote>'
         )
         if evidence["rationale"]:
@@ -93,7 +93,8 @@ def _citation_badge(badge: dict, path: str) -> str:
         url = escape(f"{path}{badge['evidence_query']}#evidence-{evidence['id']}")
         panel.append(f'<p><a class="citation-evidence" href="{url}">See it with the sentence\'s evidence</a></p>')
     return (
-        f'<details class="citation" id="citation-{badge["index"]}" data-outcome="{badge["outcome"]}">'
+        # One open at a time (`name`): a panel lies over the text, and two would lie over each other.
+        f'<details class="citation" name="citation" id="citation-{badge["index"]}" data-outcome="{badge["outcome"]}">'
         f'<summary class="citation-badge" data-icon="{badge["icon"]}"><span class="visually-hidden">Citation </span>'
         f'<span class="citation-name">{name}</span> <span class="citation-words">{escape(badge["words"])}</span>'
         f'</summary><div class="citation-panel">{"".join(panel)}</div></details>'
