@@ -71,13 +71,13 @@ def test_each_sentence_cites_the_nodes_its_markers_name_in_the_order_cited():
     spans = [(s.index, s.start, s.end) for s in final_segments(ANSWER)]
 
     # Entity 5 is no node; the third sentence cites nothing.
-    assert cited_nodes(trail, ANSWER, spans) == {0: ("report-2", "report-0"), 1: ("text-unit-15",)}
+    assert cited_nodes(trail.ids, ANSWER, spans) == {0: ("report-2", "report-0"), 1: ("text-unit-15",)}
 
 
 def test_a_marker_naming_a_report_the_trail_lacks_or_a_web_page_names_no_node():
     answer = "Trams run at night [Data: Reports (9)]. Buses too ([bbc.com](https://bbc.com/x))."
     spans = [(s.index, s.start, s.end) for s in final_segments(answer)]
-    assert cited_nodes(trail_of(answer), answer, spans) == {}
+    assert cited_nodes(trail_of(answer).ids, answer, spans) == {}
 
 
 @pytest.mark.parametrize(

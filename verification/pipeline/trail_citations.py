@@ -12,14 +12,15 @@ trail_import gives them), when the trail has them. Entities, relationships and c
 of a trail, and other citations (a web address, a reference list's entry) point outside it: they
 name none."""
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from .citations import Citation, Points, read_citations
 from .cited_segments import segment_cited, sentence_of_citations
-from .trail_graph import Trail
 from .types import SegmentedSentence
 
+# How every GraphRAG marker starts (citation_markers reads them).
+GRAPHRAG_MARKER = "[Data:"
 # GraphRAG's record names → the prefix trail_import gives the nodes they name.
 NODE_PREFIX = {"reports": "report-", "sources": "text-unit-"}
 
@@ -67,28 +68,32 @@ class _Span:
     end: int
 
 
-def cited_nodes(trail: Trail, text: str, sentences: Sequence[tuple[int, int, int]]) -> dict[int, tuple[str, ...]]:
+def cited_nodes(
+    nodes: Collection[str], text: str, sentences: Sequence[tuple[int, int, int]]
+) -> dict[int, tuple[str, ...]]:
     """For each sentence, given as (index, start, end) in `text` (the final text as given, as its
-    rows store them), the trail's nodes it cites, in the order cited; sentences citing none are left
-    out."""
+    rows store them), the trail's `nodes` (their ids) it cites, in the order cited; sentences citing
+    none are left out."""
+    if GRAPHRAG_MARKER not in text:
+        return {}  # only GraphRAG's markers name nodes: a text without one is not read again
     cited = read_citations(text)
     if not cited.citations:
         return {}
     spans = [_Span(*sentence) for sentence in sentences]
-    nodes: dict[int, list[str]] = {}
+    by_sentence: dict[int, list[str]] = {}
     for citation, sentence in zip(cited.citations, sentence_of_citations(cited, spans), strict=True):
-        node = _node(trail, citation)
+        node = _node(nodes, citation)
         if sentence is not None and node is not None:
-            nodes.setdefault(sentence, []).append(node)
-    return {sentence: tuple(dict.fromkeys(found)) for sentence, found in nodes.items()}
+            by_sentence.setdefault(sentence, []).append(node)
+    return {sentence: tuple(dict.fromkeys(found)) for sentence, found in by_sentence.items()}
 
 
-def _node(trail: Trail, citation: Citation) -> str | None:
+def _node(nodes: Collection[str], citation: Citation) -> str | None:
     prefix = NODE_PREFIX.get(citation.record)
     if citation.points_to is not Points.GRAPHRAG or citation.unresolved or prefix is None:
         return None
     name = prefix + citation.label
-    return name if name in trail.ids else None
+    return name if name in nodes else None
 
 
 def cited_first(candidates: Sequence[str], cited: Sequence[str]) -> tuple[str, ...]:

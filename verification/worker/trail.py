@@ -11,6 +11,7 @@ redelivered or resumed task picks up where the claim was:
   verdict, the step where an unsupported claim entered, or a supported claim's path.
 A node given as a web address is read first (`trail_node_read`); claims wait for the last one."""
 
+import functools
 import logging
 
 from django.conf import settings
@@ -19,7 +20,16 @@ from django.db.models import Count
 from verification import services
 from verification.clients import providers
 from verification.clients.cache import cache_key, lookup, store
-from verification.models import Claim, ClaimStatus, Status, TrailNode, TrailRound, TrailSelection, Verification
+from verification.models import (
+    Claim,
+    ClaimStatus,
+    Sentence,
+    Status,
+    TrailNode,
+    TrailRound,
+    TrailSelection,
+    Verification,
+)
 from verification.pipeline import trail_citations, trail_loop
 from verification.pipeline.trail_graph import DocumentRef, Trail
 from verification.pipeline.trail_graph import TrailNode as Node
@@ -123,7 +133,7 @@ def trail_continue(claim_id: int) -> None:
         rounds,
         q=q,
         max_node_visits=settings.TRAIL_MAX_NODE_VISITS,
-        cited=_cited(trail, verification, claim.sentence.index),
+        cited=_cited_by_sentence(verification.pk).get(claim.sentence.index, ()),
     )
     if stop is not None:
         result = trail_loop.conclude(trail, rounds, stop)
@@ -134,11 +144,15 @@ def trail_continue(claim_id: int) -> None:
     _resume_round(opened)
 
 
-def _cited(trail: Trail, verification: Verification, sentence: int) -> tuple[str, ...]:
-    """The nodes the claim's sentence cites in the final text as given (its rows keep their spans
-    there): "[Data: Reports (7)]" makes report-7 its claims' first candidate."""
-    spans = verification.sentences.values_list("index", "start", "end")
-    return trail_citations.cited_nodes(trail, verification.text, list(spans)).get(sentence, ())
+@functools.lru_cache(maxsize=64)
+def _cited_by_sentence(verification_id) -> dict[int, tuple[str, ...]]:
+    """The nodes each sentence of the final text cites ("[Data: Reports (7)]": report-7), read
+    once per run in a worker process rather than at every round of every claim (a long final text
+    takes tens of milliseconds): a run's text, sentences and node ids never change."""
+    text = Verification.objects.values_list("text", flat=True).get(pk=verification_id)
+    nodes = set(TrailNode.objects.filter(verification_id=verification_id).values_list("key", flat=True))
+    spans = Sentence.objects.filter(verification_id=verification_id).values_list("index", "start", "end")
+    return trail_citations.cited_nodes(nodes, text, list(spans))
 
 
 def _resume_round(trail_round: TrailRound) -> None:
