@@ -298,12 +298,17 @@ def test_http_checks_only_what_a_text_cites_and_flags_the_citation_that_contradi
 
     async def session():
         async with http(http_url) as client:
-            return answer_of(await client.call_tool("check_text", arguments))
+            answer = answer_of(await client.call_tool("check_text", arguments))
+            without_cited = {"id": answer["id"], "view": {"exclude_kinds": ["cited"]}}
+            return answer, answer_of(await client.call_tool("get_result", without_cited))
 
-    answer = run_client(session)
+    answer, viewed = run_client(session)
 
     assert answer["status"] == "done"
     assert answer["citations"] == "1 citation: 1 contradicts it"
+    # Without the sources the text cites, nothing is left to contradict it.
+    assert viewed["permalink"].endswith("?exclude_kinds=cited")
+    assert all(claim["outcome"] != "contradicted" for claim in flagged(viewed))
     (sentence,) = answer["sentences"]
     assert sentence["text"] == CONTRADICTED, "the marker is not part of the sentence"
     assert sentence["flagged_citations"] == [{"marker": "[1]", "url": news, "outcome": "contradicts its sentence"}]

@@ -20,7 +20,7 @@ from verification.inputs.forms import CITATION_MODES
 from verification.mcp import answers, calls, identity
 from verification.models import SourceType
 from verification.pipeline.trail_graph import TRAIL_JSON_SCHEMA
-from verification.scoring import DEFAULT_RULE, SCORE_RULES
+from verification.scoring import DEFAULT_RULE, EVIDENCE_KINDS, SCORE_RULES
 
 # How long a tool waits for a run at most: under the 60 s a gunicorn sync worker gives a request
 # (the Docker image's), so a wait over HTTP is never cut. Longer runs: get_result again.
@@ -58,8 +58,10 @@ class ResultView(BaseModel):
 
     exclude_evidence: list[int] = Field([], description="Evidence ids (an evidence's id) to leave out of the scores.")
     exclude_types: list[Literal[tuple(SourceType.values)]] = Field([], description="Source types to leave out.")
-    exclude_kinds: list[Literal["snippet"]] = Field(
-        [], description='"snippet": leave out what was judged from a search snippet (page not read).'
+    exclude_kinds: list[Literal[tuple(EVIDENCE_KINDS)]] = Field(
+        [],
+        description='"snippet": leave out what was judged from a search snippet (page not read); "cited": leave out '
+        "the sources the text itself cites (to see what the web alone says).",
     )
     score_rule: Literal[tuple(SCORE_RULES)] = Field(
         DEFAULT_RULE,
