@@ -117,6 +117,35 @@ def test_an_answer_is_checked_in_its_own_language(client, world, celery_worker, 
     assert passages and {p.get("dir") for p in passages} == {"rtl" if code == "ar" else "ltr"}
 
 
+WALL = (
+    "Die Berliner Mauer fiel am 9. November 1989 nach Massenprotesten in der DDR. "
+    "Sie hatte die Stadt seit 1961 geteilt."
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_german_text_and_its_page_are_split_in_german(client, world, celery_worker):
+    # Split as English, "am 9." would end a sentence: German keeps the ordinal in it (segment.py).
+    site = FakeSite(pages={"/mauer": FakePage("Berliner Mauer", WALL + "\n\nHeute erinnert eine Gedenkstätte daran.")})
+    world.serper.sites.append(site.start())
+    try:
+        result = wait_for(client, start(client, WALL))
+    finally:
+        site.stop()
+
+    assert result["status"] == "done", result["error"]
+    assert [s["text"] for s in result["sentences"]] == [
+        "Die Berliner Mauer fiel am 9. November 1989 nach Massenprotesten in der DDR.",
+        "Sie hatte die Stadt seit 1961 geteilt.",
+    ]
+    page = Source.objects.get(url=site.url + "/mauer")
+    assert page.language == "de"
+    passages = {
+        e["passage"] for s in result["sentences"] for c in s["claims"] for e in c["evidence"] if e["url"] == page.url
+    }
+    assert "Die Berliner Mauer fiel am 9. November 1989 nach Massenprotesten in der DDR." in passages
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_language_the_tests_do_not_cover_is_marked_less_tested(client, world, celery_worker, page_in):
     page_in("it")

@@ -190,7 +190,8 @@ class VerificationForm(forms.Form):
         # have found no sentence in (it would start, then fail).
         # Kept for the run (services.verification_create), so the text is split once.
         # Split without the text's own citation markers and reference lists (issue 34).
-        self.segments = cited_segments.segment_cited(read_citations(text))
+        # In its language (issue 36), as services.verification_create detects it too.
+        self.segments = cited_segments.segment_cited(read_citations(text), languages.detect_language(text) or "en")
         sentences = len(self.segments)
         if not sentences:
             raise forms.ValidationError(

@@ -14,13 +14,13 @@ from .citations import CitedText, OffsetMap, citations_by_sentence
 from .types import SegmentedSentence
 
 
-def segment_cited(cited: CitedText) -> list[SegmentedSentence]:
+def segment_cited(cited: CitedText, language: str = "en") -> list[SegmentedSentence]:
     """The sentences of the cleaned text, their `text` and context cleaned, their start and end in
-    the original."""
+    the original. `language`: the text's (ISO 639-1), which segment.segment splits it in."""
     if cited.text == cited.original:
-        return segment.segment(cited.original)
+        return segment.segment(cited.original, language)
     sentences = []
-    for sentence in segment.segment(cited.text):
+    for sentence in segment.segment(cited.text, language):
         start, end = cited.offsets.original_span(sentence.start, sentence.end)
         sentences.append(replace(sentence, start=start, end=end))
     return sentences

@@ -126,6 +126,9 @@ class PageSentences:
     sentences: tuple[str, ...]
     # A default, so that pages cached before dates were read still load.
     published: date | None = None
+    # The language of its text (ISO 639-1, pipeline/languages.py), which it was split in; "" when
+    # not told (and for pages cached before languages were read).
+    language: str = ""
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,8 @@ def verification_create(
     # The text's own citations (issue 34): its sentences are split without them (the form split it
     # so too: cited_segments), and each citation is saved with its sentence.
     cited = read_citations(text)
-    segments = cited_segments.segment_cited(cited) if segments is None else segments
+    if segments is None:
+        segments = cited_segments.segment_cited(cited, verification.language or "en")
     sentences = sentences_save(verification=verification, segments=segments)
     if cited.citations:
         citations_save(

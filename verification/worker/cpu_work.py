@@ -6,8 +6,9 @@ starts without them (seconds). cpu_child.init runs first in each process, then
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
-from verification.pipeline import lazy
+from verification.pipeline import languages, lazy
 from verification.pipeline.types import FetchedDocument, PageSentences, Passage
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,10 @@ def warm_up(embedding_model: str | None) -> None:
 def read_page(document: FetchedDocument, *, pdf_max_pages: int | None = None) -> PageSentences:
     extract, passages = lazy.load("verification.pipeline.extract"), lazy.load("verification.pipeline.passages")
     pages = extract.PDF_MAX_PAGES if pdf_max_pages is None else pdf_max_pages
-    return passages.split_page(extract.read_document(document, pdf_max_pages=pages))
+    page = extract.read_document(document, pdf_max_pages=pages)
+    # Split in its own language (issue 36), told from its first few thousand characters.
+    language = languages.detect_language(page.text) or ""
+    return replace(passages.split_page(page, language or "en"), language=language)
 
 
 def choose_excerpts(

@@ -48,7 +48,9 @@ def source_fetch(source_id: int) -> None:
             page = _page_sentences(source)
             _refuse_final_host(source, page)
             # The page's language, shown beside its passages (their `lang` and `dir`) and told to the judge.
-            services.source_fetched(source, page=page, language=languages.detect_language_of(page.sentences) or "")
+            # (A page cached before languages were read is told from its sentences.)
+            language = page.language or languages.detect_language_of(page.sentences) or ""
+            services.source_fetched(source, page=page, language=language)
         except StepError as error:
             page = None
             services.source_fail(source_id, reason=str(error), transient=error.transient)
@@ -149,7 +151,7 @@ def read_results(source: Source, results: list[SearchResult], page: PageSentence
             source.status, source.error = Status.FAILED, str(error)
     if source.status == Status.DONE:
         try:
-            chosen = _choose(results, page, source.verification.settings)
+            chosen = _choose(results, page, source)
         except StepError as error:
             services.source_fail(source.pk, reason=str(error), transient=error.transient, was_read=True)
             source.status, source.error = Status.FAILED, str(error)
@@ -170,9 +172,12 @@ def _unread_reason(source: Source) -> str:
     return refusals.unread_reason(source.error) or ""
 
 
-def _choose(results: list[SearchResult], page: PageSentences, run_settings: dict) -> list[list]:
+def _choose(results: list[SearchResult], page: PageSentences, source: Source) -> list[list]:
     """Each result's evidence from its page: the best passages as one excerpt (one page, one
-    item), or nothing when no sentence matched the claim."""
+    item), or nothing when no sentence matched the claim. The page is ranked in its language, and
+    the claims are the run's text's (a page whose language was not told is taken to be in that)."""
+    run_settings = source.verification.settings
+    claim_language = source.verification.language or "en"
     claims = Claim.objects.select_related("sentence").in_bulk([r.claim_id for r in results])
     try:
         excerpts = cpu.run(
@@ -182,6 +187,8 @@ def _choose(results: list[SearchResult], page: PageSentences, run_settings: dict
             top_k=run_settings["top_k_passages"],
             context=run_settings["context_size"],
             embedding_model=settings.EMBEDDING_MODEL if run_settings["retrieval_mode"] == "dense" else None,
+            language=page.language or source.language or claim_language,
+            claim_language=claim_language,
             time_limit=settings.CPU_TIME_LIMIT,
             place=min(claim.sentence.index for claim in claims.values()),
             for_run=claims[results[0].claim_id].sentence.verification_id,

@@ -95,7 +95,8 @@ def verification_start(verification_id: str) -> None:
     # Split when the run was created (services.verification_create); runs created before that
     # was so are split here.
     sentences = list(verification.sentences.all()) or services.sentences_save(
-        verification=verification, segments=cited_segments.segment_cited(read_citations(verification.text))
+        verification=verification,
+        segments=cited_segments.segment_cited(read_citations(verification.text), verification.language or "en"),
     )
     if not sentences:
         services.verification_fail(verification_id, reason="the text has no sentences to check", transient=False)
