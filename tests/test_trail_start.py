@@ -10,7 +10,7 @@ import zipfile
 import pytest
 from django.test import Client
 
-from tests.pipeline.test_trail_import import graphrag_folder, langchain_run
+from tests.pipeline.test_trail_import import graphrag_folder, langchain_run, write
 from tests.test_trail_views import EXAMPLE, TEXTS, example_form, finished_trail
 from verification.access import ownership
 from verification.inputs.trails import TrailRefused
@@ -84,6 +84,24 @@ def test_a_graphrag_zip_and_its_answer_start_a_trail_of_the_reports_its_markers_
     assert set(nodes) == {"text-unit-11", "text-unit-12", "report-1", "answer"}
     assert nodes["answer"].inputs == ["report-1"] and nodes["answer"].text == answer
     assert nodes["report-1"].inputs == ["text-unit-11", "text-unit-12"]
+
+
+def test_a_graphrag_zip_with_its_entities_table_takes_the_text_units_a_cited_entity_was_written_from(
+    client, configured, tmp_path
+):
+    folder = graphrag_folder(tmp_path / "output")
+    write(folder, "entities", {"id": ["e-5"], "human_readable_id": [5], "text_unit_ids": [["u-d"]]})
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for table in folder.iterdir():
+            archive.write(table, f"output/{table.name}")
+        archive.writestr("answer.txt", "Delta stands [Data: Entities (5); Reports (1)].")
+
+    response = client.post("/trail", {"trail_file": upload("output.zip", buffer.getvalue())})
+
+    nodes = nodes_of(started(response))
+    assert nodes["answer"].inputs == ["report-1", "text-unit-13"]
+    assert set(nodes) == {"text-unit-11", "text-unit-12", "text-unit-13", "report-1", "answer"}
 
 
 def test_graphrag_tables_chosen_together_take_the_final_text_as_their_answer(client, configured, tmp_path):
