@@ -8,6 +8,8 @@ The fake model echoes each sentence as its claim (tests/fakes.py), so a claim in
 language is what the decomposition hands on, in any language; each answer's page is a site of
 its own that says what the answer says."""
 
+import csv
+import io
 from pathlib import Path
 
 import pytest
@@ -163,6 +165,9 @@ def test_a_language_the_tests_do_not_cover_is_marked_less_tested(client, world, 
     assert "- Language: checked in Italian: less tested" in markdown
     report = lxml_html.fromstring(client.get(f"/v/{verification.pk}/report.html").content)
     assert report.get_element_by_id("report-language").text_content() == "Checked in Italian: less tested"
+    rows = list(csv.DictReader(io.StringIO(client.get(f"/v/{verification.pk}/evidence.csv").content.decode()[1:])))
+    assert rows and {row["text_language"] for row in rows} == {"checked in Italian: less tested"}
+    assert "it" in {row["page_language"] for row in rows}
 
 
 @pytest.mark.django_db(transaction=True)

@@ -229,7 +229,8 @@ def test_the_csv_has_one_row_per_evidence_item_with_whether_it_counts(client, sc
     rows = csv_rows(text)
     assert list(rows[0]) == [
         "sentence", "claim", "outcome", "title", "url", "host", "type", "date", "verdict", "rationale", "counted",
-        "snippet_only", "unread_reason", "from_model_knowledge", "cited_by_text", "citation", "citation_outcome",
+        "snippet_only", "unread_reason", "from_model_knowledge", "text_language", "page_language", "cited_by_text",
+        "citation", "citation_outcome",
     ]  # fmt: skip
     by_url = {row["url"]: row for row in rows}
     assert len(rows) == len(by_url) == len(every_evidence(scored.run))

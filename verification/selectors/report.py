@@ -62,6 +62,8 @@ class Footnote:
     unread_reason: str = ""
     # Quick mode: the claim's answer from the model's own knowledge, cited as an item of its own.
     from_model_knowledge: bool = False
+    # The language of its page (ISO 639-1; "" when not told).
+    language: str = ""
 
 
 @dataclass(frozen=True)
@@ -224,6 +226,7 @@ def _footnote(numbers: dict[int, int], cited: tuple[int, str, str], item, scores
         copy_of=numbers.get(item.duplicate_of),
         snippet_only=item.snippet_only,
         unread_reason=item.unread_reason,
+        language=item.language,
     )
 
 
@@ -342,9 +345,10 @@ class _EvidenceRow(NamedTuple):
     rationale: str
     error: str
     duplicate_of: int | None
-    # Defaults: rows cached before snippets were kept still load.
+    # Defaults: rows cached before snippets (or languages) were kept still load.
     snippet_only: bool = False
     unread_reason: str = ""
+    language: str = ""
 
     @property
     def failed(self) -> bool:
@@ -387,6 +391,7 @@ _EVIDENCE_FIELDS = (
     "duplicate_of_id",
     "snippet_only",
     "unread_reason",
+    "source__language",
 )
 
 

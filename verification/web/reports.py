@@ -28,6 +28,10 @@ CSV_COLUMNS = (
     "unread_reason",
     # Quick mode: the row is the model's own label for its claim, not a source (verdict "says true").
     "from_model_knowledge",
+    # The language the text was checked in, in words ("checked in Hindi: less tested"), and the
+    # language of the row's page (an ISO 639-1 code; "" when not told) (issue 36).
+    "text_language",
+    "page_language",
     # The text's own citations (issue 34): whether the row's source is one the text cites, the markers
     # by which its sentence cites it, and what it turned out to say of that sentence. A citation
     # with no evidence row (its page does not exist, its marker points nowhere) is a row of its own.
@@ -111,6 +115,8 @@ def evidence_csv(report: Report) -> str:
             "yes" if note.snippet_only else "no",
             note.unread_reason,
             "yes" if note.from_model_knowledge else "no",
+            report.facts["language"],
+            note.language,
             "yes" if note.url in cited_urls else "no",
             *_citation_cells(citations),
         )
@@ -119,7 +125,8 @@ def evidence_csv(report: Report) -> str:
         # Citations giving no address are told apart by their markers: "[9]" points nowhere, a name is named.
         groups = [[citation] for citation in citations] if not url else [] if (sentence, url) in shown else [citations]
         for group in groups:
-            writer.writerow([spreadsheet_cell(cell) for cell in _citation_row(group, sentences.get(sentence, ""))])
+            row = _citation_row(group, sentences.get(sentence, ""), report.facts["language"])
+            writer.writerow([spreadsheet_cell(cell) for cell in row])
     return "\ufeff" + out.getvalue()
 
 
@@ -132,7 +139,7 @@ def _citation_cells(citations: list[CitationEntry]) -> tuple[str, str]:
     return " ".join(dict.fromkeys(citation.marker for citation in citations)), outcome
 
 
-def _citation_row(citations: list[CitationEntry], sentence: str) -> tuple:
+def _citation_row(citations: list[CitationEntry], sentence: str, text_language: str) -> tuple:
     """A citation that has no evidence row (nothing of its source was judged for its sentence), in
     the evidence columns it has: its sentence, the source's title and address, why in `rationale`."""
     first = citations[0]
@@ -155,6 +162,8 @@ def _citation_row(citations: list[CitationEntry], sentence: str) -> tuple:
         "no",
         "",
         "no",
+        text_language,
+        "",
         "yes",
         *_citation_cells(citations),
     )
