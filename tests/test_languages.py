@@ -17,6 +17,7 @@ from lxml import html as lxml_html
 
 from tests.fakes import FakePage, FakeSite
 from tests.test_engine import wait_for
+from verification.inputs.trails import TrailRefused, trail_submission
 from verification.management.summaries import summary
 from verification.models import Claim, Source, Verification
 from verification.pipeline import languages
@@ -201,3 +202,21 @@ def test_the_form_refuses_it_and_says_why(client, world):
     assert response.status_code in (200, 400)
     assert "Tibetan script" in response.content.decode()
     assert not Verification.objects.exists()
+
+
+def trail(final: str) -> dict:
+    return {"nodes": [{"id": "source", "from": [], "text": WALL}, {"id": "final", "from": ["source"], "text": final}]}
+
+
+def test_a_trails_final_text_is_split_in_its_language(world):
+    submission = trail_submission(trail(WALL))
+
+    assert [s.text for s in submission.segments] == [
+        "Die Berliner Mauer fiel am 9. November 1989 nach Massenprotesten in der DDR.",
+        "Sie hatte die Stadt seit 1961 geteilt.",
+    ]
+
+
+def test_a_trail_whose_final_text_factsite_cannot_read_is_refused(world):
+    with pytest.raises(TrailRefused, match="written in the Tibetan script"):
+        trail_submission(trail(answer("bo")))

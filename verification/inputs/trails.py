@@ -66,7 +66,8 @@ def trail_submission(data: object, *, model: str | None = None, q: int | None = 
         raise TrailRefused(f"The final text (node {final.id!r}): {unsupported_script_message(script)}")
     # Split without its citation markers ("[Data: Reports (2)]"), as a pasted text is: they are
     # no part of a claim. Spans stay in the text as given, which the trail page shows.
-    segments = tuple(trail_citations.final_segments(final.text))
+    # In its language (issue 36), as services.trail_create detects it too.
+    segments = tuple(trail_citations.final_segments(final.text, languages.detect_language(final.text) or "en"))
     if not segments:
         raise TrailRefused(f"The final text (node {final.id!r}) has no sentence to check.")
     budget = settings.MAX_CLAIMS_PER_RUN

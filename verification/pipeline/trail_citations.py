@@ -54,9 +54,10 @@ def graphrag_cited(answer: str) -> GraphragCited:
     )
 
 
-def final_segments(text: str) -> list[SegmentedSentence]:
-    """The final text's sentences without its citation markers and reference list; spans in `text`."""
-    return segment_cited(read_citations(text))
+def final_segments(text: str, language: str = "en") -> list[SegmentedSentence]:
+    """The final text's sentences without its citation markers and reference list; spans in `text`.
+    `language`: the text's (ISO 639-1), which it is split in."""
+    return segment_cited(read_citations(text), language)
 
 
 @dataclass(frozen=True)
