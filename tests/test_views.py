@@ -729,8 +729,9 @@ def test_selecting_a_sentence_shows_its_claims_and_evidence(client, scored, htmx
     assert one(wiki, ".tag").text_content() == "Wiki"
     assert one(wiki, ".verdict").text_content() == "supports"
     assert one(wiki, ".verdict").get("data-icon") == "✓"
+    # Its page's language was not told (these rows are made by hand): the browser reads its direction.
     assert lxml.html.tostring(one(wiki, ".passage"), encoding="unicode", with_tail=False) == (
-        '<blockquote class="passage">'
+        '<blockquote class="passage" dir="auto">'
         "<mark>The tower stands in Paris, France.</mark> It is 330 metres tall."
         "</blockquote>"
     )
