@@ -17,6 +17,7 @@ from lxml import html as lxml_html
 
 from tests.fakes import FakePage, FakeSite
 from tests.test_engine import wait_for
+from verification import services
 from verification.inputs.trails import TrailRefused, trail_submission
 from verification.management.summaries import summary
 from verification.models import Claim, Source, Verification
@@ -220,3 +221,15 @@ def test_a_trails_final_text_is_split_in_its_language(world):
 def test_a_trail_whose_final_text_factsite_cannot_read_is_refused(world):
     with pytest.raises(TrailRefused, match="written in the Tibetan script"):
         trail_submission(trail(answer("bo")))
+
+
+@pytest.mark.django_db
+def test_a_trail_runs_final_text_reads_in_its_language(client, world):
+    submission = trail_submission(trail(answer("ar")))
+    run = services.trail_create(trail=submission.trail, settings=submission.settings, segments=submission.segments)
+
+    document = lxml_html.fromstring(client.get(permalink(run)).content)
+
+    assert run.language == "ar"
+    text = document.find_class("text")[0]
+    assert (text.get("lang"), text.get("dir")) == ("ar", "rtl")
