@@ -18,7 +18,7 @@ from django.db import connection
 from django.test.utils import override_settings
 
 from factsite.celery import app as celery_app
-from tests.fakes import FakeLLM, FakeSerper, FakeSite, sample_sites
+from tests.fakes import FakeLLM, FakePage, FakeSerper, FakeSite, sample_sites
 from tests.processes import Processes
 from verification.worker import heartbeat
 
@@ -228,3 +228,29 @@ def broker(redis_url):
     client.flushdb()
     yield url
     client.flushdb()
+
+
+@pytest.fixture
+def cited_site():
+    """The pages an AI answer of the citation tests cites (issue 34), which no web search finds."""
+    site = FakeSite(
+        pages={
+            "/minutes": FakePage(
+                "Riverton council minutes",
+                "The council of Riverton approved a tram line in 2024 after a long debate.",
+                searchable=False,
+            ),
+            "/cost": FakePage(
+                "City paper: tram budget",
+                "The Riverton tram line will not cost 40 million dollars; the budget is far higher.",
+                searchable=False,
+            ),
+            "/parks": FakePage(
+                "City paper: parks",
+                "The parks department planted two hundred oak trees along the boulevard last spring.",
+                searchable=False,
+            ),
+        }
+    ).start()
+    yield site
+    site.stop()

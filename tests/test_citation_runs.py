@@ -9,39 +9,12 @@ import socket
 
 import pytest
 
-from tests.fakes import FakePage, FakeSite
 from tests.test_engine import wait_for
 from verification.management.summaries import summary
 from verification.models import Citation, Claim, Evidence, Origin, Source, Verification
 from verification.selectors.records import permalink
 
 DEAD = "https://depot.invalid/yard"
-
-
-@pytest.fixture
-def cited_site():
-    """The pages the answer cites, which no web search finds."""
-    site = FakeSite(
-        pages={
-            "/minutes": FakePage(
-                "Riverton council minutes",
-                "The council of Riverton approved a tram line in 2024 after a long debate.",
-                searchable=False,
-            ),
-            "/cost": FakePage(
-                "City paper: tram budget",
-                "The Riverton tram line will not cost 40 million dollars; the budget is far higher.",
-                searchable=False,
-            ),
-            "/parks": FakePage(
-                "City paper: parks",
-                "The parks department planted two hundred oak trees along the boulevard last spring.",
-                searchable=False,
-            ),
-        }
-    ).start()
-    yield site
-    site.stop()
 
 
 @pytest.fixture

@@ -20,32 +20,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def cited_site():
-    """The pages the answer cites, which no web search finds."""
-    site = FakeSite(
-        pages={
-            "/minutes": FakePage(
-                "Riverton council minutes",
-                "The council of Riverton approved a tram line in 2024 after a long debate.",
-                searchable=False,
-            ),
-            "/cost": FakePage(
-                "City paper: tram budget",
-                "The Riverton tram line will not cost 40 million dollars; the budget is far higher.",
-                searchable=False,
-            ),
-            "/parks": FakePage(
-                "City paper: parks",
-                "The parks department planted two hundred oak trees along the boulevard last spring.",
-                searchable=False,
-            ),
-        }
-    ).start()
-    yield site
-    site.stop()
-
-
-@pytest.fixture
 def web_news(world):
     """A page the web search finds for the answer's claims, so the scores rest on more than what it cites."""
     site = FakeSite(
