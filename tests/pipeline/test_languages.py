@@ -1,6 +1,9 @@
 """The language of a text and what factsite knows of it (pipeline/languages.py), on AI answers
 written in each tested language (tests/data/languages/answer_<code>.txt)."""
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -8,6 +11,7 @@ import pytest
 from verification.pipeline import languages
 
 FIXTURES = Path(__file__).parent.parent / "data" / "languages"
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def answer(code: str) -> str:
@@ -118,3 +122,40 @@ def test_the_tested_scripts_are_supported(code):
 def test_a_quotation_in_another_script_does_not_refuse_a_text():
     text = answer("de") + " Auf Tibetisch heißt Lhasa ལྷ་ས་."
     assert languages.unsupported_script(text) is None
+
+
+FRESH_PROCESS = """
+import json
+from verification.pipeline import languages
+from verification.pipeline.types import FetchedDocument
+from verification.worker import cpu_work
+
+def loaded():
+    return languages._load_identifier.cache_info().currsize == 1
+
+steps = {}
+cpu_work.warm_up(None)
+steps["warm-up"] = loaded()
+def read(sentence):
+    html = ("<html><body><article><p>" + sentence * 3 + "</p></article></body></html>").encode()
+    return cpu_work.read_page(FetchedDocument("https://a.test/", "https://a.test/", "text/html", "utf-8", html))
+
+page = read("The council of the city approved a tram line in 2024, and the work on it is to begin in the spring. ")
+steps["english page"] = [page.language, loaded()]
+page = read("Der Stadtrat hat nach einer langen Debatte den Bau einer neuen Straßenbahnlinie beschlossen. ")
+steps["german page"] = [page.language, loaded()]
+print(json.dumps(steps))
+"""
+
+
+def test_plain_english_pages_are_told_without_loading_the_detectors_model():
+    # Its model costs a process ~0.5 s of CPU and ~70 MB: a CPU-pool process warms up, and reads
+    # English pages, without it; the first page in another language loads it.
+    done = subprocess.run([sys.executable, "-c", FRESH_PROCESS], capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "warm-up": False,
+        "english page": ["en", False],
+        "german page": ["de", True],
+    }

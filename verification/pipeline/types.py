@@ -127,8 +127,8 @@ class PageSentences:
     # A default, so that pages cached before dates were read still load.
     published: date | None = None
     # The language of its text (ISO 639-1, pipeline/languages.py), which it was split in; "" when
-    # not told (and for pages cached before languages were read).
-    language: str = ""
+    # the detector could not tell, None when it was not asked (a page cached before languages were read).
+    language: str | None = None
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,10 @@ def source_fetch(source_id: int) -> None:
             page = _page_sentences(source)
             _refuse_final_host(source, page)
             # The page's language, shown beside its passages (their `lang` and `dir`) and told to the judge.
-            # (A page cached before languages were read is told from its sentences.)
-            language = page.language or languages.detect_language_of(page.sentences) or ""
+            # (A page cached before languages were read is told from its sentences; one the detector
+            # could not tell is not asked again: that would load its model into this process.)
+            told = page.language
+            language = told if told is not None else languages.detect_language_of(page.sentences) or ""
             services.source_fetched(source, page=page, language=language)
         except StepError as error:
             page = None
