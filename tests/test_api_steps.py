@@ -134,3 +134,34 @@ def test_a_body_over_the_upload_limit_is_413_naming_the_limit(client, settings, 
     assert response.status_code == 413
     assert response["Content-Type"].startswith("application/json")
     assert response.json()["detail"] == "The request body is too large: the limit is 10,000 bytes."
+
+
+def test_segment_splits_as_a_run_does_without_the_texts_citations(client):
+    text = (
+        "Riverton approved a tram line in 2024 [1]. It will cost 40 million dollars [2].\n\n"
+        "Sources:\n[1] Council minutes https://riverton.example/minutes\n[2] City paper https://paper.example/cost"
+    )
+
+    response = post(client, "/api/steps/segment", {"text": text})
+
+    assert response.status_code == 200
+    sentences = response.json()
+    assert [s["text"] for s in sentences] == [
+        "Riverton approved a tram line in 2024.",
+        "It will cost 40 million dollars.",
+    ], "no marker in a sentence, and the reference list is not checked as sentences"
+    # Offsets are those of the text as sent: the first sentence's span holds its marker.
+    assert text[sentences[0]["start"] : sentences[0]["end"]].startswith("Riverton approved a tram line in 2024")
+    assert sentences[1]["start"] > text.index("[1]")
+
+
+def test_segment_splits_a_text_in_its_language(client):
+    # German keeps an ordinal's full stop inside its sentence ("am 9. November"), as a run splits it.
+    text = "Die Mauer fiel am 9. November 1989 in Berlin. Danach wurde Deutschland im Jahr 1990 wiedervereinigt."
+
+    response = post(client, "/api/steps/segment", {"text": text})
+
+    assert [s["text"] for s in response.json()] == [
+        "Die Mauer fiel am 9. November 1989 in Berlin.",
+        "Danach wurde Deutschland im Jahr 1990 wiedervereinigt.",
+    ]

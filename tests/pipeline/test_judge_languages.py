@@ -64,3 +64,17 @@ def test_an_english_source_supports_a_spanish_claim():
 
     assert judgement == Judgement("fda", Verdict.SUPPORTED, "The FDA approved it in 1994.")
     assert "E1 (from: FDA; in English)" in model.calls[0]["user"]
+
+
+def test_a_chinese_passages_context_is_read_in_chinese():
+    # The ranker chose the first sentence (highlights); of its context, the judge reads what shares
+    # words with the claim: Chinese words are told by their character pairs, not as one long run.
+    claim = "埃菲尔铁塔于1889年建成。"
+    passage = "埃菲尔铁塔位于巴黎。铁塔于1889年建成，用于世界博览会。本站使用缓存技术提升访问速度。"
+    chosen = (0, passage.index("。") + 1)
+    items = (EvidenceToJudge("a", "维基百科", passage, highlights=(chosen,), language="zh"),)
+
+    prompt = build_prompt([ClaimToJudge(claim, "", items, language="zh")])
+
+    assert "铁塔于1889年建成，用于世界博览会。" in prompt, "the context sentence that states the claim is kept"
+    assert "缓存技术" not in prompt, "context with no word of the claim is left out"

@@ -13,7 +13,8 @@ from pydantic import AfterValidator, field_validator
 from verification import services
 from verification.api.schemas import BODY_ERRORS, SPENDING_ERRORS, Band, Error, ScoreRule, SourceTypeValue, VerdictValue
 from verification.clients import providers
-from verification.pipeline import categorize, decompose, extract, judge, lazy, search, segment
+from verification.pipeline import categorize, cited_segments, decompose, extract, judge, languages, lazy, search
+from verification.pipeline.citations import read_citations
 from verification.pipeline.types import EvidenceToJudge, SegmentedSentence
 from verification.pipeline.urls import UnsafeAddress, parse_web_address
 from verification.scoring import DEFAULT_RULE, EvidenceRecord, Tally, compute_scores
@@ -60,8 +61,11 @@ class SentenceOut(Schema):
 
 @steps.post("/segment", response={200: list[SentenceOut], **BODY_ERRORS})
 def step_segment(request: HttpRequest, payload: TextIn):
-    """Split text into sentences with character offsets."""
-    return [{**s.__dict__, "context": list(s.context)} for s in segment.segment(payload.text)]
+    """Split text into sentences with character offsets, as a run splits it: in the text's language, without
+    its own citation markers and reference lists (offsets stay those of the text as sent)."""
+    text = payload.text
+    sentences = cited_segments.segment_cited(read_citations(text), languages.detect_language(text) or "en")
+    return [{**s.__dict__, "context": list(s.context)} for s in sentences]
 
 
 # A paragraph rarely has more than a few dozen sentences (the pipeline hands the model chunks of

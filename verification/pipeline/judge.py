@@ -101,7 +101,9 @@ def build_prompt(claims: Sequence[ClaimToJudge]) -> str:
         passages = []
         for item in claim.items:
             number += 1
-            text = passages_module.judged_text(claim.text, item.passage, item.highlights)[:MAX_PASSAGE_CHARS]
+            text = passages_module.judged_text(
+                claim.text, item.passage, item.highlights, language=item.language or "en"
+            )[:MAX_PASSAGE_CHARS]
             # Two claims of a sentence often get the same excerpts of a page: read once.
             body = f"the same passage as {shown[text]}" if text in shown else text
             shown.setdefault(text, f"E{number}")
