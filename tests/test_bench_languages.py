@@ -81,3 +81,67 @@ def test_it_counts_tokens_per_sentence_of_answers_without_a_data_set(tmp_path):
     # Split in their language: German's ordinal and "z.B." inside their sentence, Hindi at its danda.
     assert {code: row["sentences"] for code, row in rows.items()} == {"de": 3, "hi": 2, "zh": 2}
     assert rows["zh"]["tokens_per_sentence"] == 2.0  # both sentences: 9 characters // 4
+
+
+# A paragraph in XQuAD's (SQuAD v1.1) layout, in English and in Chinese: three questions, each
+# answered in a different sentence; ids parallel across languages.
+XQUAD = {
+    "en": (
+        "The Rhine rises in the Swiss Alps. It flows north through Germany. "
+        "It reaches the North Sea in the Netherlands.",
+        [
+            ("q1", "Where does the Rhine rise?", "Swiss Alps"),
+            ("q2", "Which country does the river flow north through?", "Germany"),
+            ("q3", "Which sea does it reach in the Netherlands?", "North Sea"),
+        ],
+    ),
+    "zh": (
+        "莱茵河发源于瑞士阿尔卑斯山。它向北流经德国。它在荷兰注入北海。",
+        [
+            ("q1", "莱茵河发源于哪里？", "瑞士阿尔卑斯山"),
+            ("q2", "河流向北流经哪个国家？", "德国"),
+            ("q3", "它在荷兰注入哪个海？", "北海"),
+        ],
+    ),
+}
+
+
+def test_xquad_mode_ranks_each_question_s_paragraph_per_language(tmp_path):
+    for language, (context, questions) in XQUAD.items():
+        qas = [
+            {"id": i, "question": q, "answers": [{"text": a, "answer_start": context.index(a)}]}
+            for i, q, a in questions
+        ]
+        data = {"version": "1.1", "data": [{"title": "Rhine", "paragraphs": [{"context": context, "qas": qas}]}]}
+        (tmp_path / f"xquad.{language}.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    out, md = tmp_path / "xquad.json", tmp_path / "xquad.md"
+
+    done = subprocess.run(
+        [sys.executable, "bench/languages.py", "--xquad", str(tmp_path), "--multilingual-model", ""]
+        + ["--json", str(out), "--md", str(md)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    rows = {row["language"]: row for row in result["rows"]}
+    assert list(rows) == ["en", "zh"] and result["set"] == "XQuAD"
+    for row in rows.values():
+        assert row["questions"] == 3 and row["questions_without_gold"] == 0
+        # Each paragraph split into its three sentences, in its own language (。 ends a Chinese one).
+        assert row["sentences_per_paragraph"] == 3 and row["one_sentence_paragraphs"] == 0
+        for method in ("bm25_language", "bm25_english", "paragraph_order"):
+            assert 0 <= row[method]["recall@1"] <= row[method]["recall@3"] <= 1
+            assert 1 / 3 <= row[method]["mrr"] <= 1
+        # In page order each answer's sentence comes at its place: ranks 1, 2, 3.
+        assert row["paragraph_order"]["mrr"] == round((1 + 1 / 2 + 1 / 3) / 3, 3)
+    # Every question shares words with its answer's sentence alone: ranked in its language, first.
+    assert rows["en"]["bm25_language"]["recall@1"] == rows["zh"]["bm25_language"]["recall@1"] == 1.0
+    # Chinese tokenised as English: a sentence is one "word" no question shares, so nothing beats
+    # page order, and only the question answered in the first sentence gets its sentence first.
+    assert rows["zh"]["bm25_english"]["recall@1"] == round(1 / 3, 3)
+    assert rows["zh"]["bm25_english"]["mrr"] < rows["zh"]["bm25_language"]["mrr"]
+    assert "| zh | 3 |" in md.read_text() and "could not be loaded" not in md.read_text()
