@@ -18,6 +18,7 @@ from lxml import html as lxml_html
 from tests.fakes import FakePage, FakeSite
 from tests.test_engine import wait_for
 from verification import services
+from verification.inputs.forms import DEFAULT_SETTINGS
 from verification.inputs.trails import TrailRefused, trail_submission
 from verification.management.summaries import summary
 from verification.models import Claim, Source, Verification
@@ -233,3 +234,26 @@ def test_a_trail_runs_final_text_reads_in_its_language(client, world):
     assert run.language == "ar"
     text = document.find_class("text")[0]
     assert (text.get("lang"), text.get("dir")) == ("ar", "rtl")
+
+
+@pytest.mark.django_db
+def test_a_german_answer_citing_english_titles_is_checked_in_german():
+    # The reference list's English titles are no words of the answer's: told from them, the
+    # answer was English, searched as English, and "am 9." ended a sentence.
+    text = (
+        "Die Berliner Mauer fiel am 9. November 1989 nach Massenprotesten [1]. "
+        "Deutschland wurde am 3. Oktober 1990 wiedervereinigt [2].\n\n"
+        "Quellen:\n"
+        "[1] The Fall of the Berlin Wall and what came after it in the years that followed, an illustrated history "
+        "of the night the border was opened https://history.example/berlin-wall-fall\n"
+        "[2] German reunification: how the two states became one again, and what it meant for the people of "
+        "both of them https://history.example/reunification"
+    )
+
+    run = services.verification_create(text=text, settings=dict(DEFAULT_SETTINGS))
+
+    assert run.language == "de"
+    assert [s.text for s in run.sentences.order_by("index")] == [
+        "Die Berliner Mauer fiel am 9. November 1989 nach Massenprotesten.",
+        "Deutschland wurde am 3. Oktober 1990 wiedervereinigt.",
+    ]

@@ -115,3 +115,24 @@ def test_a_sentence_that_begins_with_source_is_no_heading():
     text = "Source: the council said the line opens in 2027.\n1. Buy a ticket\n2. Board at the front\n"
 
     assert read_citations(text).text == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Die Mauer fiel 1989 [1].\n\nQuellen:\n[1] Mauer https://a.example/x",
+        "La tour est à Paris [1].\n\nRéférences :\n[1] Tour https://a.example/x",
+        "La torre está en París [1].\n\n**Fuentes:**\n[1] Torre https://a.example/x",
+        "埃菲尔铁塔在巴黎[1]。\n\n参考资料：\n[1] 铁塔 https://a.example/x",
+        "برج إيفل في باريس [1].\n\nالمصادر:\n[1] برج https://a.example/x",
+        "एफिल टॉवर पेरिस में है [1]।\n\nस्रोत:\n[1] टॉवर https://a.example/x",
+        "La tour est à Paris [1].\nRéférences : [1] https://a.example/x",
+    ],
+)
+def test_a_reference_list_under_a_heading_in_the_answers_language_is_read_as_one(text):
+    cited = read_citations(text)
+
+    assert [(c.marker, c.url) for c in cited.citations] == [("[1]", "https://a.example/x")]
+    assert "https" not in cited.text and cited.text.split("\n")[0].endswith(
+        ("1989.", "Paris.", "París.", "巴黎。", "باريس.", "है।")
+    )

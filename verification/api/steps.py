@@ -63,8 +63,8 @@ class SentenceOut(Schema):
 def step_segment(request: HttpRequest, payload: TextIn):
     """Split text into sentences with character offsets, as a run splits it: in the text's language, without
     its own citation markers and reference lists (offsets stay those of the text as sent)."""
-    text = payload.text
-    sentences = cited_segments.segment_cited(read_citations(text), languages.detect_language(text) or "en")
+    cited = read_citations(payload.text)
+    sentences = cited_segments.segment_cited(cited, languages.detect_language(cited.text) or "en")
     return [{**s.__dict__, "context": list(s.context)} for s in sentences]
 
 

@@ -191,7 +191,8 @@ class VerificationForm(forms.Form):
         # Kept for the run (services.verification_create), so the text is split once.
         # Split without the text's own citation markers and reference lists (issue 34).
         # In its language (issue 36), as services.verification_create detects it too.
-        self.segments = cited_segments.segment_cited(read_citations(text), languages.detect_language(text) or "en")
+        cited = read_citations(text)
+        self.segments = cited_segments.segment_cited(cited, languages.detect_language(cited.text) or "en")
         sentences = len(self.segments)
         if not sentences:
             raise forms.ValidationError(

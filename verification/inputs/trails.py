@@ -13,6 +13,7 @@ from verification.clients import providers
 from verification.inputs.documents import looks_binary
 from verification.inputs.forms import DEFAULT_SETTINGS, unsupported_script_message
 from verification.pipeline import languages, trail_citations
+from verification.pipeline.citations import read_citations
 from verification.pipeline.trail_graph import Trail, TrailError, parse_trail
 from verification.pipeline.types import SegmentedSentence
 from verification.pipeline.urls import UnsafeAddress, parse_web_address
@@ -67,7 +68,8 @@ def trail_submission(data: object, *, model: str | None = None, q: int | None = 
     # Split without its citation markers ("[Data: Reports (2)]"), as a pasted text is: they are
     # no part of a claim. Spans stay in the text as given, which the trail page shows.
     # In its language (issue 36), as services.trail_create detects it too.
-    segments = tuple(trail_citations.final_segments(final.text, languages.detect_language(final.text) or "en"))
+    language = languages.detect_language(read_citations(final.text).text) or "en"
+    segments = tuple(trail_citations.final_segments(final.text, language))
     if not segments:
         raise TrailRefused(f"The final text (node {final.id!r}) has no sentence to check.")
     budget = settings.MAX_CLAIMS_PER_RUN

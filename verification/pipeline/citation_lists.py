@@ -25,9 +25,19 @@ HEADINGS = frozenset(
         "bibliography",
         "footnotes",
         "sources and related content",
+        # The same in the languages factsite checks answers in (docs/languages.md): an answer in
+        # German ends with "Quellen:", one in Chinese with "参考资料：".
+        *("quelle", "quellen", "literatur", "einzelnachweise", "referenzen", "belege"),
+        *("fuente", "fuentes", "referencia", "referencias", "bibliografía"),
+        *("références", "référence", "bibliographie"),
+        *("fonte", "fonti", "riferimenti", "bibliografia", "fontes", "referências"),
+        *("来源", "資料來源", "参考资料", "參考資料", "参考文献", "參考文獻", "出典", "出所", "引用"),
+        *("المصادر", "المراجع", "مصادر", "مراجع"),
+        *("स्रोत", "संदर्भ", "संदर्भ सूची"),
     }
 )
-_NEED_ADDRESS = frozenset({"source", "sources"})
+# A heading that may also head a list of where money or goods come from: its list needs an address.
+_NEED_ADDRESS = frozenset({"source", "sources", "quelle", "quellen", "fuente", "fuentes", "fonte", "fonti", "fontes"})
 _DOI = r"10\.\d{4,9}/[^\s\"<>\[\]]{1,300}"
 # A scheme is required: "example.com" alone is as often a word of the sentence as an address.
 # One level of balanced parentheses, as in https://en.wikipedia.org/wiki/Tram_(disambiguation).
@@ -53,7 +63,9 @@ _LINE_LABEL = re.compile(
     re.VERBOSE,
 )
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
-_INLINE_HEADING = re.compile(r"[ \t]{0,3}(?:\*\*|__)?([A-Za-z][A-Za-z ]{0,30}?)(?:\*\*|__)?:(?:\*\*|__)?[ \t]+")
+_INLINE_HEADING = re.compile(
+    r"[ \t]{0,3}(?:\*\*|__)?([^\W\d_](?:[^\W\d_]| ){0,30}?) ?(?:\*\*|__)?[:：](?:\*\*|__)?[ \t]*(?=\S)"
+)
 _INLINE_LABEL = re.compile(r"\[(\d{1,6})\]")
 _FENCE = re.compile(r"[ \t]{0,3}(?:```|~~~)")
 
@@ -184,7 +196,7 @@ def _list_at(text: str, rows: list[tuple[int, int, int]], index: int) -> tuple[R
 
 def _heading(line: str) -> str:
     """The heading's words ("sources") when the line is one, else ""."""
-    words = line.strip().strip("#*_ \t").rstrip(":").strip("*_ \t").lower()
+    words = line.strip().strip("#*_ \t").rstrip(":：").strip("*_ \t").lower()
     return words if len(line) < 80 and words in HEADINGS else ""
 
 

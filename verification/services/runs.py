@@ -43,17 +43,18 @@ def verification_create(
     """A run and its sentences, split here (or given, as the form that validated the text split
     it): the worker's first task then only has to send them on, and on a cold worker it does not
     wait for the sentence splitter to load (seconds of CPU while everything else starts)."""
+    # The text's own citations (issue 34): its sentences are split without them (the form split it
+    # so too: cited_segments), and each citation is saved with its sentence. Its language is its own
+    # words': a reference list's titles are often English whatever the answer's language.
+    cited = read_citations(text)
     verification = Verification.objects.create(
         text=text,
         settings=settings,
         edited_from=edited_from,
         client=client,
         creator=creator,
-        language=languages.detect_language(text) or "",
+        language=languages.detect_language(cited.text) or "",
     )
-    # The text's own citations (issue 34): its sentences are split without them (the form split it
-    # so too: cited_segments), and each citation is saved with its sentence.
-    cited = read_citations(text)
     if segments is None:
         segments = cited_segments.segment_cited(cited, verification.language or "en")
     sentences = sentences_save(verification=verification, segments=segments)

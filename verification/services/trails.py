@@ -23,6 +23,7 @@ from verification.models import (
     Verification,
 )
 from verification.pipeline import languages, segment
+from verification.pipeline.citations import read_citations
 from verification.pipeline.trail_graph import Trail
 from verification.pipeline.types import SegmentedSentence
 from verification.services.rows import sentences_save, transition
@@ -45,7 +46,8 @@ def trail_create(
         settings={**settings, "evidence": "trail"},
         client=client,
         creator=creator,
-        language=languages.detect_language(final.text or "") or "",
+        # Told from its own words, as a pasted text's (services.runs): not its markers or reference list.
+        language=languages.detect_language(read_citations(final.text or "").text) or "",
     )
     TrailNode.objects.bulk_create(
         TrailNode(
