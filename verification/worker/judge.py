@@ -64,7 +64,8 @@ def judge_items(verification: Verification, items: list[Evidence]) -> None:
     # With one slot at a local server, a run's first sentences are judged first.
     priority = min(e.claim.sentence.index for e in items)
     llm = providers.llm_client(verification.settings["model"], priority=priority)
-    # A snippet is shown to the judge as one (pipeline/judge.py): its verdict is not a page's.
+    # A snippet is shown to the judge as one (pipeline/judge.py): its verdict is not a page's. The
+    # claim's and the page's languages are told to the judge and decide what of the passage it reads.
     keys = {
         e.pk: cache_key(
             "judge",
@@ -74,6 +75,8 @@ def judge_items(verification: Verification, items: list[Evidence]) -> None:
             e.claim.text,
             e.passage,
             *(["snippet"] * e.snippet_only),
+            verification.language,
+            e.source.language,
         )
         for e in items
     }

@@ -88,7 +88,8 @@ def _page_sentences(source: Source) -> PageSentences:
         _refuse_stand_in(source, document, page)
         return page
 
-    return remember(cache_key("page-sentences", source.url), read)
+    # "-2": pages cached before they were split in their language (issue 36) are read again.
+    return remember(cache_key("page-sentences-2", source.url), read)
 
 
 def _refuse_stand_in(source: Source, document: FetchedDocument, page: PageSentences | None) -> None:

@@ -145,6 +145,9 @@ def _web_hits(claim: Claim, query: str, *, seen: int = 0, language: str | None =
     query's, asked of the engines that take one (None: the run's text language). Raises StepError."""
     verification = claim.sentence.verification
     language = language or verification.language or None
+    # English is asked as before languages were read, with no country: an English text is as often
+    # British, Indian or Australian as American (and its searches keep their cache entries).
+    language = None if language == "en" else language
     # More than the run reads when domain lists may leave some out (see _readable_hits).
     top_k = domains.search_depth(
         verification.settings["top_k_results"] + seen, domain_lists.rules_for(verification.settings)
