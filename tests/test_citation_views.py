@@ -111,10 +111,16 @@ def test_each_citation_is_a_badge_where_its_marker_stood_with_its_outcome_in_wor
         ("unresolved", "[9]", "points nowhere"),
     ]
     text = one(doc, ".text")
-    # A marker inside a sentence's span follows the sentence's link; the link shows its words alone.
+    # A marker inside a sentence's span stands where it stood, the sentence's link in pieces around it.
     first = one(text, "#sentence-0")
-    assert first.text_content().startswith("Riverton approved a tram line in 2024.")
+    assert first.text_content() == "Riverton approved a tram line in 2024 "
+    assert first.get("aria-label").startswith("Riverton approved a tram line in 2024. (")
     assert first.getnext().get("id") == "citation-0"
+    assert first.getnext().getnext().text == "."
+    # Two markers side by side are two badges side by side, then the sentence's full stop.
+    fourth = one(text, "#citation-3")
+    assert fourth.getprevious().text_content() == "Riverton ordered twelve tram cars "
+    assert fourth.getnext().get("id") == "citation-4" and fourth.getnext().getnext().text == "."
     # A marker after the full stop stands where it stood, between the sentence and the next one.
     third = one(text, "#citation-2")
     assert third.getprevious().get("id") == "sentence-2" and third.getprevious().tail == " "
@@ -127,6 +133,62 @@ def test_each_citation_is_a_badge_where_its_marker_stood_with_its_outcome_in_wor
     summary = one(text, "#citation-1 summary")
     assert summary.text_content() == "Citation [2] contradicts"
     assert summary.get("data-icon") == "✗"
+
+
+MID_SENTENCE = (
+    f"Paris is big [1] and old {SCRIPT} [2]. Rome is older.\n\n"
+    "Sources:\n"
+    f"[1] Paris facts {MINUTES}\n"
+    f"[2] History {COST}\n"
+)
+
+
+def test_a_badge_inside_a_sentence_stands_between_the_words_it_stood_between(client, db):
+    run = services.verification_create(text=MID_SENTENCE, settings=RUN_SETTINGS)
+    Verification.objects.filter(pk=run.pk).update(status=Status.DONE)
+    run.sentences.update(status=Status.DONE)
+    add_evidence(add_claim(run, 0, "Paris is big."), "news", "supported", title="Paris news")
+
+    response = get(client, permalink(run), htmx=True, sentence="0")
+    assert SCRIPT not in response.content.decode() and ESCAPED_SCRIPT in response.content.decode()
+    text = one(parse(response), ".text")
+
+    first = one(text, "#sentence-0")
+    group = first.getparent()
+    assert "sentence-group" in group.classes
+    # The words as pasted (child.text: the score badge is a child of the last piece), each badge
+    # between the words its marker stood between.
+    pieces = [
+        (child.tag, child.get("id"), child.text if child.tag == "a" else one(child, ".citation-name").text_content())
+        for child in group
+    ]
+    assert pieces == [
+        ("a", "sentence-0", "Paris is big "),
+        ("details", "citation-0", "[1]"),
+        ("a", None, f" and old {SCRIPT} "),
+        ("details", "citation-1", "[2]"),
+        ("a", None, "."),
+    ]
+    # Every piece is the same sentence: a click on any word selects it, with or without script,
+    # and it is shown selected as one.
+    links = [child for child in group if child.tag == "a"]
+    assert {(a.get("href"), a.get("hx-get"), a.get("data-index"), a.get("data-band")) for a in links} == {
+        (first.get("href"), first.get("hx-get"), "0", first.get("data-band"))
+    }
+    assert all("selected" in a.classes for a in links)
+    # One link for the keyboard and a screen reader: the first piece, named by the whole sentence
+    # without its markers; the others hidden from both, the score at the sentence's end.
+    assert first.get("aria-label").startswith(f"Paris is big and old {SCRIPT}. (")
+    assert first.get("aria-current") == "true" and "sentence" in first.classes
+    for piece in links[1:]:
+        assert piece.get("aria-hidden") == "true" and piece.get("tabindex") == "-1"
+        assert "sentence-part" in piece.classes and "sentence" not in piece.classes
+        assert piece.get("aria-current") is None
+    assert not first.cssselect(".score-badge") and links[-1].cssselect(".score-badge")
+    # A sentence without markers inside it is one link, as before.
+    second = one(text, "#sentence-1")
+    assert second.getparent() is text and second.text_content().startswith("Rome is older.")
+    assert len(text.cssselect("a.sentence")) == 2
 
 
 def test_a_badge_opens_on_the_cited_passage_and_the_judges_rationale_without_script(client, cited):

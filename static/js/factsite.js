@@ -199,7 +199,7 @@ const sentenceRequests = new WeakSet();
 
 document.addEventListener("htmx:beforeRequest", (event) => {
   const source = event.detail.elt;
-  if (source instanceof Element && source.matches("a.sentence, .sentence-notes a")) {
+  if (source instanceof Element && source.matches("a.sentence, a.sentence-part, .sentence-notes a")) {
     sentenceRequests.add(event.detail.xhr);
   }
 });

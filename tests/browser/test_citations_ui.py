@@ -132,3 +132,72 @@ def test_badges_and_the_summary_show_each_citation_and_one_tick_leaves_cited_sou
     page.check("#include-kind-cited")
     expect(page.locator("#exclusions")).to_have_count(0)
     assert_page_shows(page, everything)
+
+
+def test_a_badge_inside_a_sentence_stands_between_its_words_and_either_side_selects_the_sentence(
+    page, world, celery_worker, cited_site
+):
+    """A marker in the middle of a sentence: its badge stands between the words it stood between,
+    a click on the words before it or after it selects the sentence, a click on the badge opens its
+    panel and selects nothing; the keyboard meets the sentence once, then its badge."""
+    submit(
+        page,
+        "Riverton approved a tram line [1] in 2024. The Riverton tram line will cost 40 million dollars [2].\n\n"
+        "Sources:\n"
+        f"[1] Riverton council minutes {cited_site.url}/minutes\n"
+        f"[2] City paper {cited_site.url}/cost\n",
+    )
+    wait_until_done(page)
+    before = page.locator("#sentence-0")
+    badge = page.locator("#citation-0")
+    after = page.locator("a.sentence-part[data-index='0']")
+    expect(before).to_have_text("Riverton approved a tram line ")
+    expect(after).to_have_count(1)
+    expect(after).to_contain_text("in 2024.")
+    expect(badge.locator("summary")).to_have_text("Citation [1] supports")
+    # On one line, in the order of the text: the words, the badge, the words.
+    words, mark, rest = (locator.bounding_box() for locator in (before, badge.locator("summary"), after))
+    assert words and mark and rest
+    assert words["x"] + words["width"] <= mark["x"] + 1 and mark["x"] + mark["width"] <= rest["x"] + 1
+    assert abs((words["y"] + words["height"] / 2) - (mark["y"] + mark["height"] / 2)) < 12
+    assert abs(words["y"] - rest["y"]) < 2
+
+    # The words after the badge select the sentence, shown selected in both its pieces.
+    after.click()
+    page.wait_for_url(re.compile(r"sentence=0"))
+    expect(page.locator("#evidence-heading")).to_have_text("Sentence 1")
+    expect(before).to_have_class(re.compile(r"\bselected\b"))
+    expect(after).to_have_class(re.compile(r"\bselected\b"))
+    # Another sentence, then the words before the badge: the first sentence again.
+    page.locator("#sentence-1").click()
+    page.wait_for_url(re.compile(r"sentence=1"))
+    expect(after).not_to_have_class(re.compile(r"\bselected\b"))
+    before.click()
+    page.wait_for_url(re.compile(r"sentence=0"))
+    expect(page.locator("#evidence-heading")).to_have_text("Sentence 1")
+    expect(after).to_have_class(re.compile(r"\bselected\b"))
+
+    # The badge opens its panel and selects nothing.
+    panel = badge.locator(".citation-panel")
+    expect(panel).to_be_hidden()
+    badge.locator("summary").click()
+    expect(panel).to_be_visible()
+    expect(panel.locator(".citation-said")).to_have_text("[1] supports its sentence.")
+    assert "sentence=0" in page.url
+    expect(before).to_have_class(re.compile(r"\bselected\b"))
+    assert_no_violations(page, "a sentence split around its citation's open badge")
+
+    # The keyboard: Tab from the sentence goes to its badge (the other piece is no tab stop), Enter
+    # on the sentence selects it, its name the whole sentence.
+    badge.locator("summary").click()
+    expect(panel).to_be_hidden()
+    page.locator("#sentence-1").click()
+    page.wait_for_url(re.compile(r"sentence=1"))
+    page.focus("#sentence-0")
+    expect(before).to_have_attribute("aria-label", re.compile(r"^Riverton approved a tram line in 2024\. \("))
+    page.keyboard.press("Tab")
+    expect(badge.locator("summary")).to_be_focused()
+    page.focus("#sentence-0")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"sentence=0"))
+    expect(after).to_have_class(re.compile(r"\bselected\b"))

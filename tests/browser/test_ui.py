@@ -50,7 +50,8 @@ def sentences_on_page(page) -> list[dict]:
             index: Number(a.dataset.index),
             band: a.dataset.band,
             score: a.dataset.score,
-            badge: a.querySelector('.score-badge').textContent,
+            // A sentence split around its citation badges ends with its score in its last piece.
+            badge: (a.closest('.sentence-group') ?? a).querySelector('.score-badge').textContent,
             checking: a.classList.contains('checking'),
         }))""",
     )

@@ -241,9 +241,10 @@ def _text_parts(
     text: str, sentences: list, scores: Scores, found: Verdicts, state: ViewState, noun: str, badges: list[dict]
 ) -> list[dict]:
     """The original text as it was pasted: plain gaps and scored sentences, in order, with the
-    text's own citation markers as badges (issue 34). A marker between sentences ("… 2024. [4]")
-    is a badge where it stood; one inside a sentence's span ("… 2024 [1].") follows the sentence,
-    whose link shows its words without markers (a badge cannot sit inside a link)."""
+    text's own citation markers as badges (issue 34), each where it stood. A marker between
+    sentences ("… 2024. [4]") is a part of its own; one inside a sentence's span ("big [1] and old
+    [2].") splits the sentence into `pieces`, its words as pasted around its badges, which
+    factsite.sentence_link renders (a badge cannot sit inside the sentence's link)."""
     markers = _markers(badges, state)
     parts, position = [], 0
     for sentence in sentences:
@@ -265,7 +266,7 @@ def _text_parts(
         )
         within = _markers_in(markers, sentence.start, sentence.end)
         if within:
-            parts.append({"gap": "", "sentence": None, "citations": [b for _, _, group in within for b in group]})
+            parts[-1]["pieces"] = _sentence_pieces(text, sentence.start, sentence.end, within)
         position = sentence.end
     if position < len(text):
         parts.extend(_gap_parts(text, position, len(text), markers))
@@ -284,6 +285,24 @@ def _markers(badges: list[dict], state: ViewState) -> list[tuple[int, int, list[
 
 def _markers_in(markers: list, start: int, end: int) -> list:
     return [marker for marker in markers if start <= marker[0] < end]
+
+
+def _sentence_pieces(text: str, start: int, end: int, within: list) -> list[dict]:
+    """A sentence with markers inside it, in order: its words as pasted ({"text"}) and, where each
+    marker stood, its badges ({"citations"}; adjacent markers, "[2][3]", one group)."""
+    pieces: list[dict] = []
+    position = start
+    for marker_start, marker_end, group in within:
+        if marker_start > position:
+            pieces.append({"text": text[position:marker_start]})
+        if pieces and "citations" in pieces[-1]:
+            pieces[-1] = {"citations": pieces[-1]["citations"] + group}
+        else:
+            pieces.append({"citations": group})
+        position = max(position, min(marker_end, end))
+    if position < end:
+        pieces.append({"text": text[position:end]})
+    return pieces
 
 
 def _gap_parts(text: str, start: int, end: int, markers: list) -> list[dict]:

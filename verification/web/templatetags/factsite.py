@@ -40,21 +40,53 @@ def sentence_link(part: dict, path: str, selected) -> str:
         title = f"{percent(tally.score)} — {words['text']}: {part['note']}"
         badge = percent(tally.score)
         said = words["text"] + ("" if tally.score is None else f", score {badge}")
-    classes = f"sentence band-{tally.band}" + (" selected" if is_selected else "") + (" checking" if checking else "")
+    state = f"band-{tally.band}" + (" selected" if is_selected else "") + (" checking" if checking else "")
+    classes = f"sentence {state}"
     # An f-string, not format_html: this runs once per sentence per render. Only the text,
     # title and URL can hold outside content; they are escaped. The rest are ints and our names.
     score = "" if tally.score is None else tally.score
     current = ' aria-current="true"' if is_selected else ""
     url = escape(url)
     text = escape(sentence.text)
-    # The shape is drawn by CSS from data-icon (outside the text: copying the text copies only it).
-    return mark_safe(
-        f'<a class="{classes}" id="sentence-{sentence.index}" data-index="{sentence.index}" data-band="{tally.band}" '
-        f'data-outcome="{part["outcome"]}" '
+    shared = (
+        f'data-index="{sentence.index}" data-band="{tally.band}" data-outcome="{part["outcome"]}" '
         f'data-score="{score}" href="{url}" hx-get="{url}" hx-target="#result-body" hx-swap="morph" '
-        f'hx-push-url="true" title="{escape(title)}" aria-label="{text} ({escape(said)})"{current}>{text}'
-        f'<span class="score-badge" data-icon="{icon}" aria-hidden="true">{badge}</span></a>'
+        f'hx-push-url="true" title="{escape(title)}"'
     )
+    named = f'class="{classes}" id="sentence-{sentence.index}" {shared} aria-label="{text} ({escape(said)})"{current}'
+    # The shape is drawn by CSS from data-icon (outside the text: copying the text copies only it).
+    score_badge = f'<span class="score-badge" data-icon="{icon}" aria-hidden="true">{badge}</span>'
+    pieces = part.get("pieces")
+    if not pieces:
+        return mark_safe(f"<a {named}>{text}{score_badge}</a>")
+    return mark_safe(_split_sentence(pieces, named, f'class="sentence-part {state}" {shared}', score_badge, path))
+
+
+def _split_sentence(pieces: list[dict], named: str, shared: str, score_badge: str, path: str) -> str:
+    """A sentence with citation markers inside it ("Paris is big [1] and old [2]."): each badge
+    stands where its marker stood, between pieces of the sentence's link, since a <details> cannot
+    sit inside an <a>. Pieces rather than one link with badges laid over it from outside: no
+    measuring script, the same place without script, and the text wraps as text does.
+    The first piece is the sentence (`a.sentence`, its id): its one tab stop, its accessible name
+    the whole sentence with its outcome, so a screen reader hears the sentence once and then its
+    badges. The other pieces (`a.sentence-part`) carry the same link, data and classes, so a click
+    on any word selects the sentence, coloured and outlined as its first piece is; they are hidden from
+    assistive technology and out of the tab order (tabindex=-1: nothing hidden is focusable by
+    keyboard). The score badge ends the last piece, where a sentence's score always stands. The
+    group's span lets a hover on any piece light the whole sentence."""
+    last = max(at for at, piece in enumerate(pieces) if "text" in piece)
+    out, first = [], True
+    for at, piece in enumerate(pieces):
+        if "citations" in piece:
+            out.append(citation_badges(piece["citations"], path))
+            continue
+        words = escape(piece["text"]) + (score_badge if at == last else "")
+        if first:
+            out.append(f"<a {named}>{words}</a>")
+            first = False
+        else:
+            out.append(f'<a {shared} tabindex="-1" aria-hidden="true">{words}</a>')
+    return f'<span class="sentence-group">{"".join(out)}</span>'
 
 
 @register.simple_tag
