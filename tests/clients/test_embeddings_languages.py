@@ -4,6 +4,7 @@ it here), its passages are ranked by BM25 in their language, it is said once in 
 reading step still ends with its passages."""
 
 import logging
+import time
 
 import pytest
 
@@ -38,14 +39,40 @@ def test_the_default_multilingual_model_is_a_sentence_transformers_one(monkeypat
 def test_a_model_that_cannot_be_loaded_leaves_bm25_in_the_pages_language_and_the_step_ends(missing_model, caplog):
     caplog.set_level(logging.WARNING, logger=embeddings.logger.name)
 
-    chosen = [
-        cpu_work.choose_excerpts([CLAIM], PAGE, top_k=1, context=0, embedding_model=ENGLISH_MODEL, language="de")
-        for _ in range(2)
-    ]
+    def choose():
+        return cpu_work.choose_excerpts([CLAIM], PAGE, top_k=1, context=0, embedding_model=ENGLISH_MODEL, language="de")
 
-    assert [excerpt.text for (excerpt,) in chosen] == [PAGE[1], PAGE[1]]
-    said = [r.getMessage() for r in caplog.records if "ranked by BM25 alone" in r.getMessage()]
-    assert len(said) == 1 and missing_model in said[0]
+    def said():
+        return [r.getMessage() for r in caplog.records if "ranked by BM25 alone" in r.getMessage()]
+
+    first = choose()  # while the model is tried, in the background
+    wait_until(said)
+    chosen = [first, choose(), choose()]
+
+    assert [excerpt.text for (excerpt,) in chosen] == [PAGE[1]] * 3
+    assert len(said()) == 1 and missing_model in said()[0]
+
+
+def test_the_multilingual_model_loads_in_the_background_and_ranks_once_loaded(monkeypatch):
+    # A model that does load (the packaged English one stands in for a multilingual model here): the
+    # first call does not wait for it, a later one gets it.
+    monkeypatch.setenv("EMBEDDING_MODEL_MULTILINGUAL", ENGLISH_MODEL)
+    monkeypatch.delitem(embeddings._loaded, ENGLISH_MODEL, raising=False)
+
+    assert embeddings.embedder_for("de", ENGLISH_MODEL) is None, "not loaded yet: BM25 meanwhile"
+    loaded = wait_until(lambda: embeddings.embedder_for("de", ENGLISH_MODEL))
+
+    assert loaded is embeddings.shared_embedder(ENGLISH_MODEL)
+    chosen = cpu_work.choose_excerpts([CLAIM], PAGE, top_k=1, context=0, embedding_model=ENGLISH_MODEL, language="de")
+    assert [excerpt.text for excerpt in chosen] == [PAGE[1]]
+
+
+def wait_until(condition, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+    return value
 
 
 def test_a_claim_in_another_language_than_its_page_asks_for_the_multilingual_model(missing_model):

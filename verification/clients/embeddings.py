@@ -197,25 +197,38 @@ def embedder_for(
 
 
 def optional_embedder(name: str) -> SentenceEmbedder | None:
-    """shared_embedder(name), or None when the model cannot be loaded (no internet to fetch it, a
-    wrong name): passages are then ranked by BM25 alone. Said once per process and model; later
-    calls do not try again."""
-    if name in _unavailable:
-        return None
-    try:
-        return shared_embedder(name)
-    except Exception as error:  # any failure to load: the run goes on without dense ranking
-        with _load_lock:
-            first = name not in _unavailable
-            _unavailable[name] = str(error)
-        if first:
-            logger.warning(
-                "embedding model %s could not be loaded (%s): passages in other languages than English "
-                "are ranked by BM25 alone",
-                name,
-                _first_line(error),
+    """shared_embedder(name) once it has loaded; None until then, and for good when it cannot be
+    loaded (no internet to fetch it, a wrong name; said once per process and model): passages are
+    ranked by BM25 alone meanwhile. It loads in a thread of its own, started by the first
+    call: fetching and exporting a model takes minutes, and inside a page's time limit
+    (cpu_child.call_with_time_limit) the load was cut short at every page that asked for it."""
+    loaded = _loaded.get(name)
+    if loaded is not None or name in _unavailable:
+        return loaded
+    with _starting_lock:
+        if name not in _loading:
+            _loading[name] = threading.Thread(
+                target=_load_in_background, args=(name,), name=f"loading {name}", daemon=True
             )
-        return None
+            _loading[name].start()
+    return None
+
+
+_loading: dict[str, threading.Thread] = {}
+_starting_lock = threading.Lock()
+
+
+def _load_in_background(name: str) -> None:
+    try:
+        shared_embedder(name)
+    except Exception as error:  # any failure to load: runs go on without dense ranking
+        _unavailable[name] = str(error)
+        logger.warning(
+            "embedding model %s could not be loaded (%s): passages in other languages than English "
+            "are ranked by BM25 alone",
+            name,
+            _first_line(error),
+        )
 
 
 def _first_line(error: Exception) -> str:
