@@ -159,3 +159,20 @@ def test_plain_english_pages_are_told_without_loading_the_detectors_model():
         "english page": ["en", False],
         "german page": ["de", True],
     }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # An English sentence quoting words in another script is not in that script's language.
+        "The Arabic greeting السلام عليكم means peace be upon you.",
+        # Two close languages the detector cannot tell apart at this length (Galician 0.50, Portuguese 0.45).
+        "Lisboa é a capital de Portugal e a maior cidade do país.",
+    ],
+)
+def test_a_text_the_detector_only_half_reads_has_no_language(text):
+    assert languages.detect_language(text) is None
+
+
+def test_an_english_sentence_quoting_devanagari_stays_english():
+    assert languages.detect_language("The Hindi word नमस्ते means hello, and is said with folded hands.") == "en"

@@ -203,6 +203,21 @@ MIN_LETTERS = 12
 # varieties) the detector is unsure: a single short sentence often is ("Lisboa é a capital de
 # Portugal.": Galician 0.50, Portuguese 0.45), an answer of a few sentences hardly ever.
 MIN_PROBABILITY = 0.5
+# The best language must lead the next by this much of the probability: between two close
+# languages ("Lisboa é a capital de Portugal": Galician 0.50, Portuguese 0.45) it is unsure.
+MIN_LEAD = 0.2
+# The languages factsite knows that are written in each script but Latin (a text mostly in Latin
+# letters is none of these); scripts not listed are taken at the detector's word.
+SCRIPT_LANGUAGES = {
+    "arabic": frozenset("ar fa ur ps ug ku sd".split()),
+    "cyrillic": frozenset("ru uk bg sr mk be kk ky mn tg tt ba cv".split()),
+    "greek": frozenset({"el"}),
+    "hebrew": frozenset({"he", "yi"}),
+    "devanagari": frozenset("hi mr ne sa".split()),
+    "bengali": frozenset({"bn", "as"}),
+    "thai": frozenset({"th"}),
+    "georgian": frozenset({"ka"}),
+}
 # The first this many characters decide: an answer's language shows in its first paragraphs,
 # and a long page costs no more to detect than its start.
 SAMPLE_CHARS = 3000
@@ -272,8 +287,22 @@ def detect_language(text: str) -> str | None:
     # mostly in one of them (Kabyle, Acehnese) is in no language factsite names.
     if unnamed >= 0.5:
         return None
+    ranked = sorted(found.values(), reverse=True) + [0.0]
     code = max(found, key=found.get)
-    return code if found[code] / (1.0 - unnamed) >= MIN_PROBABILITY else None
+    sure = ranked[0] / (1.0 - unnamed) >= MIN_PROBABILITY and ranked[0] - ranked[1] >= MIN_LEAD * (1.0 - unnamed)
+    return code if sure and _written_in(code, scripts) else None
+
+
+def _written_in(code: str, scripts: dict[str, int]) -> bool:
+    """Whether the text's main script is one the language is written in: an English sentence
+    quoting a greeting in Arabic script is not an Arabic text, whatever the model's n-grams say."""
+    counted = {script: n for script, n in scripts.items() if script != "neutral"}
+    main = max(counted, key=counted.get) if counted else "latin"
+    if main in ("han", "kana", "hangul"):
+        return code in ("zh", "ja", "ko")
+    if main == "latin":
+        return not any(code in codes for codes in SCRIPT_LANGUAGES.values())
+    return code in SCRIPT_LANGUAGES.get(main, frozenset({code}))
 
 
 def _plainly_english(text: str) -> bool:
