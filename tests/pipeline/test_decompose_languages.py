@@ -1,6 +1,8 @@
 """Claims and queries in the text's language (issue 36): what the decomposition's prompt says of
 it, and the English query a thin web's language gets beside its own."""
 
+import pytest
+
 from tests.pipeline.fake_model import FakeModel
 from verification.pipeline.decompose import (
     SYSTEM_PROMPT,
@@ -106,3 +108,17 @@ def test_a_query_that_only_holds_the_letters_en_is_not_cut():
     # French: "en" is a word of the query, not a marker (no colon after it).
     assert english_query("tour Eiffel construite en 1889") == ("tour Eiffel construite en 1889", "")
     assert english_query("tour Eiffel | EN: Eiffel tower built 1889") == ("tour Eiffel", "Eiffel tower built 1889")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "- भारत की राजधानी नई दिल्ली है। | भारत की राजधानी | true | en: capital of India",
+        "- भारत की राजधानी नई दिल्ली है। | भारत की राजधानी | en: capital of India | true",
+    ],
+)
+def test_quick_mode_and_an_english_query_are_read_in_either_order(line):
+    # Both instructions say to add their part after the query: a model writes them either way.
+    (draft,) = parse_claims(line)
+
+    assert (draft.query, draft.english_query, draft.label) == ("भारत की राजधानी", "capital of India", "true")

@@ -334,8 +334,7 @@ def _bullets(text: str) -> list[dict]:
         match = _BULLET.match(line)
         if match:
             claim, _, rest = match.group(1).partition("|")
-            query, label = _query_and_label(rest)
-            query, english = english_query(query)
+            query, english, label = _fields(rest)
             items.append({"claim": claim, "query": query, "english_query": english, "label": label})
     if not items:
         raise MalformedAnswer(f"neither JSON nor a bullet list: {text[:80]!r}")
@@ -387,6 +386,18 @@ def _label(text: str) -> str:
         return ""
     word = match.group(1).lower()
     return word if word in LABELS else "unsure"
+
+
+def _fields(rest: str) -> tuple[str, str, str]:
+    """What follows a claim's first "|": its query, its English query (" | en: …") and its quick-mode
+    label, the last two in either order: both prompts say to add theirs after the query."""
+    before, english = english_query(rest)
+    english_only, bar, last = english.rpartition("|")
+    if bar and _label(last):
+        query, _ = _query_and_label(before)
+        return query, english_only.strip(), _label(last)
+    query, label = _query_and_label(before)
+    return query, english, label
 
 
 def _query_and_label(rest: str) -> tuple[str, str]:
