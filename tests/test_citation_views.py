@@ -333,3 +333,16 @@ def test_the_csv_says_which_rows_a_citation_of_the_text_gave(client, cited):
         ("Riverton ordered twelve tram cars.", "", "[9]", alone[1][3]),
     ]
     assert alone[1][3].startswith("points nowhere: no entry 9")
+
+
+def test_a_badge_speaks_the_pages_language_inside_a_right_to_left_text(client, db):
+    # Its words ("supports", "Why: …") are English whatever the text's language: read with the text's
+    # lang and dir, a screen reader speaks them with an Arabic voice and they lay out right to left.
+    text = "برج إيفل في باريس [1]. بني البرج عام 1889.\n\nالمصادر:\n[1] برج إيفل https://tower.example.org/story"
+    run = services.verification_create(text=text, settings=RUN_SETTINGS)
+
+    doc = parse(get(client, permalink(run), htmx=True))
+
+    assert one(doc, ".text").get("lang") == "ar" and one(doc, ".text").get("dir") == "rtl"
+    (badge,) = doc.cssselect(".text details.citation")
+    assert (badge.get("lang"), badge.get("dir")) == ("en", "ltr")

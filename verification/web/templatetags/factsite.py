@@ -117,8 +117,8 @@ def _citation_badge(badge: dict, path: str) -> str:
     if evidence:
         passage = highlighted(passage_parts(evidence["passage"], evidence["highlights"]))
         panel.append(
-            f'<p class="citation-claim">For the claim “{escape(evidence["claim"])}”</p>'
-            f'<blockquote class="passage">{passage}</blockquote>'
+            f'<p class="citation-claim">For the claim “<bdi lang="">{escape(evidence["claim"])}</bdi>”</p>'
+            f'<blockquote class="passage" lang="" dir="auto">{passage}</blockquote>'
         )
         if evidence["rationale"]:
             panel.append(f'<p class="citation-rationale">Why: {escape(evidence["rationale"])}</p>')
@@ -126,7 +126,10 @@ def _citation_badge(badge: dict, path: str) -> str:
         panel.append(f'<p><a class="citation-evidence" href="{url}">See it with the sentence\'s evidence</a></p>')
     return (
         # One open at a time (`name`): a panel lies over the text, and two would lie over each other.
-        f'<details class="citation" name="citation" id="citation-{badge["index"]}" data-outcome="{badge["outcome"]}">'
+        # Its words are the page's (English), not the text's it stands in (an Arabic text is lang="ar"
+        # dir="rtl"); the claim and the passage inside it are in their own language, not told here.
+        f'<details class="citation" name="citation" id="citation-{badge["index"]}" data-outcome="{badge["outcome"]}"'
+        ' lang="en" dir="ltr">'
         f'<summary class="citation-badge" data-icon="{badge["icon"]}"><span class="visually-hidden">Citation </span>'
         f'<span class="citation-name">{name}</span> <span class="citation-words">{escape(badge["words"])}</span>'
         f'</summary><div class="citation-panel">{"".join(panel)}</div></details>'
