@@ -91,7 +91,8 @@ def test_an_answer_is_checked_in_its_own_language(client, world, celery_worker, 
         "label": f"checked in {name}",
     }
     assert result["language"]["support"] == "tested"
-    # The model was told the language, and the claims it wrote are in it.
+    # The model was told the language; the claims it wrote (the fake writes the text's own sentences)
+    # are kept as written, in the language, not translated or cut on the way to the rows.
     assert all(
         f"The text is in {name}: write the claims and their queries in {name}" in p for p in prompts(world, "claims")
     )
