@@ -29,19 +29,6 @@ def site():
     site.stop()
 
 
-@pytest.fixture
-def serve():
-    servers = []
-
-    def start(server):
-        servers.append(server.start())
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
-
-
 @pytest.mark.parametrize(
     ("language", "sent"),
     [

@@ -41,20 +41,6 @@ def site():
     site.stop()
 
 
-@pytest.fixture
-def serve():
-    """Starts a fake API and stops it after the test."""
-    servers = []
-
-    def start(server):
-        servers.append(server.start())
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
-
-
 def no_retries():
     return retrying_session(total=0)
 

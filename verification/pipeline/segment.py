@@ -382,31 +382,24 @@ def _rejoin_initialisms(spans: list[Span], text: str, offset: int) -> list[Span]
     """Initialisms the list does not know ("R.N.", "A. D.") end no sentence when what follows
     cannot start one (a lowercase word, a number, a bracket): Punkt, untrained, cuts after
     any of them. Before a capital it stays cut, as the text gives no other sign."""
-    joined: list[Span] = []
-    for span in spans:
-        if (
-            joined
-            and _INITIALISM_END.search(joined[-1].text)
-            and _CONTINUES.match(span.text)
-            and "\n" not in text[joined[-1].end - offset : span.start - offset]
-        ):
-            previous = joined[-1]
-            span = Span(text[previous.start - offset : span.end - offset], previous.start, span.end)
-            joined[-1] = span
-        else:
-            joined.append(span)
-    return joined
+    return _rejoin(spans, text, offset, ends=_INITIALISM_END, continues=_CONTINUES)
 
 
 def _rejoin_german_ordinals(spans: list[Span], text: str, offset: int) -> list[Span]:
     """German "am 3. Oktober", "im 19. Jahrhundert", "der 2. größte": the ordinal's period ends no
     sentence (see _GERMAN_AFTER_ORDINAL)."""
+    return _rejoin(spans, text, offset, ends=_GERMAN_ORDINAL, continues=_GERMAN_AFTER_ORDINAL)
+
+
+def _rejoin(spans: list[Span], text: str, offset: int, *, ends: re.Pattern, continues: re.Pattern) -> list[Span]:
+    """A span joined to the one before it when that one ends as `ends` finds and this one starts as
+    `continues` matches, on the same line."""
     joined: list[Span] = []
     for span in spans:
         if (
             joined
-            and _GERMAN_ORDINAL.search(joined[-1].text)
-            and _GERMAN_AFTER_ORDINAL.match(span.text)
+            and ends.search(joined[-1].text)
+            and continues.match(span.text)
             and "\n" not in text[joined[-1].end - offset : span.start - offset]
         ):
             previous = joined[-1]
