@@ -24,6 +24,12 @@ from verification.worker import heartbeat
 
 MODEL = "fake-model"
 
+# Tests touch nothing but 127.0.0.1: the Hugging Face hub is never asked. A model that is not on
+# this machine (the multilingual re-scorer's, EMBEDDING_MODEL_MULTILINGUAL) then fails to load at
+# once, and its pages are ranked by BM25, as without internet. Set here, before any test starts a
+# process, so that the workers and CLIs the tests start inherit it.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 # Started in the background by a script (some CI runners start jobs so), a test run inherits
 # SIGINT ignored, Python keeps it ignored, and so would every process the tests start: the tests
 # that stop a server or the CLI with Ctrl-C then failed every time. This run takes the handler
