@@ -10,6 +10,9 @@ import os
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.test_citations_ui import answer as cited_answer
+from tests.browser.test_citations_ui import web_news  # noqa: F401 (a fixture)
+from tests.browser.test_languages_ui import ARABIC, arabic_site  # noqa: F401 (a fixture)
 from tests.browser.test_snippets import TEXT as SNIPPET_TEXT
 from tests.browser.test_ui import RUN_TIMEOUT, SAMPLE, submit, wait_until_done
 from tests.conftest import ROOT
@@ -137,3 +140,27 @@ def test_my_checks_and_a_printed_report(new_context, clean_world, celery_worker)
     page.emulate_media(media="print")
     expect(page.locator("#print-report")).to_be_visible()
     shoot(page, "printed-report.png")
+
+
+@pytest.mark.usefixtures("web_news")
+def test_an_answer_with_citations_on_a_laptop_and_a_phone(new_context, world, celery_worker, cited_site):
+    page = new_context().new_page()
+    submit(page, cited_answer(cited_site))
+    wait_until_done(page)
+    page.locator("#citation-1 summary").click()
+    expect(page.locator("#citation-1 .citation-panel")).to_be_visible()
+    shoot(page, "citations.png", full_page=False)
+
+    phone = new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True).new_page()
+    phone.goto(page.url)
+    shoot(phone, "citations-phone.png", full_page=False)
+
+
+@pytest.mark.usefixtures("arabic_site")
+def test_an_arabic_answer(new_context, world, celery_worker):
+    page = new_context().new_page()
+    submit(page, ARABIC)
+    wait_until_done(page)
+    select_first_sentence(page)
+    page.evaluate("window.scrollTo(0, 0)")
+    shoot(page, "arabic.png", full_page=False)
