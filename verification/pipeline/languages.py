@@ -13,12 +13,12 @@ mostly written in a script factsite cannot split into sentences nor search in is
 
 import re
 import threading
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
 from . import lazy, stopwords
+from .scripts import script_counts, unsupported
 
 TESTED = "tested"
 LESS_TESTED = "less tested"
@@ -263,7 +263,7 @@ def detect_language(text: str) -> str | None:
     tell or the detector is unsure."""
     sample = text[:SAMPLE_CHARS]
     letters = _NOISE.sub(" ", sample)
-    scripts = _script_counts(letters)
+    scripts = script_counts(letters)
     east_asian = scripts.get("han", 0) + scripts.get("kana", 0) + scripts.get("hangul", 0)
     if sum(scripts.values()) + 2 * east_asian < MIN_LETTERS:
         return None
@@ -325,98 +325,10 @@ def detect_language_of(parts: Iterable[str]) -> str | None:
     return detect_language(" ".join(sample))
 
 
-def _script_counts(text: str) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for ch in text:
-        if ch.isalpha():
-            script = script_of(ch)
-            counts[script] = counts.get(script, 0) + 1
-    return counts
-
-
-# --- scripts
-
-# The first word of a letter's Unicode name → its script, for the scripts factsite splits into
-# sentences (pipeline/segment.py) and searches in; kana and Han apart, as detection reads them.
-_SCRIPTS = {
-    "LATIN": "latin",
-    "CYRILLIC": "cyrillic",
-    "GREEK": "greek",
-    "GEORGIAN": "georgian",
-    "ARABIC": "arabic",
-    "HEBREW": "hebrew",
-    "DEVANAGARI": "devanagari",
-    "BENGALI": "bengali",
-    "GURMUKHI": "gurmukhi",
-    "GUJARATI": "gujarati",
-    "ORIYA": "oriya",
-    "TAMIL": "tamil",
-    "TELUGU": "telugu",
-    "KANNADA": "kannada",
-    "MALAYALAM": "malayalam",
-    "SINHALA": "sinhala",
-    "THAI": "thai",
-    "CJK": "han",
-    "HIRAGANA": "kana",
-    "KATAKANA": "kana",
-    "HANGUL": "hangul",
-}
-# Letters of no script of their own, or shapes of another's: left out of the count.
-_NEUTRAL = frozenset("FULLWIDTH HALFWIDTH MODIFIER MATHEMATICAL SUPERSCRIPT SUBSCRIPT IDEOGRAPHIC".split())
-# Scripts whose texts end their sentences with marks of their own (Armenian ։, Ethiopic ።,
-# Tibetan །, Khmer ។, Myanmar ။, …) or write no spaces between words (Lao, Khmer, Myanmar,
-# Tibetan): factsite would take a paragraph for one sentence and could not rank a page's
-# sentences by their words. Named as a person knows them.
-UNSUPPORTED_SCRIPT_NAMES = {
-    "ARMENIAN": "Armenian",
-    "ETHIOPIC": "Ethiopic (Ge'ez)",
-    "TIBETAN": "Tibetan",
-    "KHMER": "Khmer",
-    "MYANMAR": "Myanmar (Burmese)",
-    "LAO": "Lao",
-    "THAANA": "Thaana (Dhivehi)",
-    "SYRIAC": "Syriac",
-    "MONGOLIAN": "Mongolian (traditional)",
-    "TIFINAGH": "Tifinagh",
-    "NKO": "N'Ko",
-    "CHEROKEE": "Cherokee",
-    "CANADIAN": "Canadian Aboriginal syllabics",
-    "YI": "Yi",
-    "JAVANESE": "Javanese",
-    "BALINESE": "Balinese",
-    "OL": "Ol Chiki",
-    "VAI": "Vai",
-}
-# A text is refused when at least this share of its letters (and at least MIN_LETTERS) are in
-# scripts factsite does not support: a quotation in one inside a text factsite reads is fine.
-UNSUPPORTED_SHARE = 0.5
-
-
-@cache
-def script_of(ch: str) -> str:
-    """A letter's script: a key of _SCRIPTS's values, "neutral", or the upper-case first word
-    of its Unicode name for any other script ("TIBETAN")."""
-    try:
-        first = unicodedata.name(ch).split(" ", 1)[0]
-    except ValueError:
-        return "neutral"
-    if first in _NEUTRAL:
-        return "neutral"
-    return _SCRIPTS.get(first, first)
-
-
 def unsupported_script(text: str) -> str | None:
     """The name of the script a text is mostly written in when factsite cannot split it into
     sentences or search in it ("Tibetan"); None when it can."""
-    counts = _script_counts(text[: SAMPLE_CHARS * 4])
-    counts.pop("neutral", None)
-    letters = sum(counts.values())
-    unsupported = {script: n for script, n in counts.items() if script not in _SCRIPTS.values()}
-    total = sum(unsupported.values())
-    if total < MIN_LETTERS or total < UNSUPPORTED_SHARE * letters:
-        return None
-    script = max(unsupported, key=unsupported.get)
-    return UNSUPPORTED_SCRIPT_NAMES.get(script, script.title())
+    return unsupported(script_counts(text[: SAMPLE_CHARS * 4]), at_least=MIN_LETTERS)
 
 
 def described(code: str | None) -> dict | None:
