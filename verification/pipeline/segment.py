@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from functools import cache
 
 from . import lazy
+from .segment_repairs import has_words, repaired
 from .types import SegmentedSentence, Span
 
 # Lowercase, without the final period, as Punkt stores them.
@@ -85,13 +86,6 @@ _THAI_LETTER = re.compile("[\u0e01-\u0e4e]")
 _OTHER_SCRIPTS = re.compile("[।॥؟۔\u0e01-\u0e4e]")
 # crfcut's tagger is one object per process: calls from several threads take turns.
 _thai_lock = threading.Lock()
-# "am 3. Oktober", "im 19. Jahrhundert": in German a number with a period is an ordinal when what
-# follows is a month, a century, or a lowercase word; Punkt, untrained, cuts after it.
-_GERMAN_ORDINAL = re.compile(r"(?<![\w.])\d{1,2}\.$")
-_GERMAN_AFTER_ORDINAL = re.compile(
-    r"(?:Januar|Jänner|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November|Dezember"
-    r"|Jahrhunderts?|Jh\.)\b|[a-zäöüß]"
-)
 
 # A capital, or (after a letter, so "1.首先" list items stay whole) a Chinese or Japanese character.
 _GLUED = re.compile(rf"(?<=[a-z0-9][.!?])(?=[A-Z])|(?<=[a-z][.!?])(?=[{_CJK}])")
@@ -99,16 +93,8 @@ _GLUED = re.compile(rf"(?<=[a-z0-9][.!?])(?=[A-Z])|(?<=[a-z][.!?])(?=[{_CJK}])")
 _WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$", re.ASCII)
 _WORD_CHAR = re.compile(r"[\w.]", re.ASCII)
 _LONGEST_ABBREVIATION = max(map(len, ABBREVIATIONS))
-# "R.N.", "B.C.E.", "A. D.": letters each followed by a period, at the end of a span.
-_INITIALISM_END = re.compile(r"(?<![\w.])(?:[A-Za-z]\. ?){1,}[A-Za-z]\.$")
 # Where a piece may end: a sentence end and the space after it (a CJK full stop needs none).
 _PIECE_END = re.compile(rf"[.!?]+[\"'{re.escape(_CLOSERS)}]*\s+|[。｡！？।॥؟۔]+[{re.escape(_CLOSERS)}]*\s*")
-_CONTINUES = re.compile(r"[a-z0-9(\[,;:]")
-_LIST_MARKER = re.compile(r"^\s*(?:\d{1,3}[.)]|[a-zA-Z][.)]|[-*•+]|#{1,6})\s*$")
-# A list number glued to the end of the sentence before it ("…Apple Inc.2." before "Microsoft…",
-# "include:1." before "Steve…"): after a sentence end or a colon that follows a letter or a
-# closing bracket or quote, so a decimal ("3.2.") or a year ("in 1999.") is never taken for one.
-_GLUED_MARKER = re.compile(r"(?<=[A-Za-z)\]\"'”’][.!?:;])\s?(\d{1,3}[.)])$")
 
 
 def _punkt(language: str = "en"):
@@ -140,17 +126,14 @@ def _piece_sentences(text: str, offset: int, language: str = "en") -> list[Span]
         for start, end in _punkt_spans(line, language):
             for piece_start, piece_end in _split_glued(line, start, end, language):
                 spans.extend(_cut_long(line, piece_start, piece_end, offset + line_start))
-    spans = _attach_stray_punctuation(_merge_list_markers(spans, text, offset), text, offset)
-    if language == "de":
-        spans = _rejoin_german_ordinals(spans, text, offset)
-    return _move_glued_markers(_rejoin_initialisms(spans, text, offset), text, offset)
+    return repaired(spans, text, offset, language)
 
 
 def segment(text: str, language: str = "en") -> list[SegmentedSentence]:
     """The text's sentences, `language` (ISO 639-1) its language: see the module's docstring."""
     sentences: list[SegmentedSentence] = []
     for paragraph_index, (para_start, paragraph) in enumerate(_paragraphs(text)):
-        spans = [s for s in split_sentences(paragraph, para_start, language) if _has_words(s.text)]
+        spans = [s for s in split_sentences(paragraph, para_start, language) if has_words(s.text)]
         for chunk in _chunks(spans):
             context = tuple(s.text for s in chunk)
             for position, span in enumerate(chunk):
@@ -344,92 +327,6 @@ def _span(line: str, start: int, end: int, offset: int) -> Span:
     lead = len(piece) - len(piece.lstrip())
     piece = piece.strip()
     return Span(piece, offset + start + lead, offset + start + lead + len(piece))
-
-
-def _merge_list_markers(spans: list[Span], text: str, offset: int) -> list[Span]:
-    """'1.' split off by Punkt belongs to the sentence after it on the same line."""
-    merged: list[Span] = []
-    pending: Span | None = None
-    for span in spans:
-        if pending is not None and "\n" not in text[pending.end - offset : span.start - offset]:
-            span = Span(text[pending.start - offset : span.end - offset], pending.start, span.end)
-        elif pending is not None:
-            merged.append(pending)
-        pending = None
-        if _LIST_MARKER.match(span.text):
-            pending = span
-        else:
-            merged.append(span)
-    if pending is not None:
-        merged.append(pending)
-    return [s for s in merged if s.text]
-
-
-def _attach_stray_punctuation(spans: list[Span], text: str, offset: int) -> list[Span]:
-    """ "Wow!!!" can come back as "Wow!!" + "!": the stray mark belongs to the sentence before."""
-    attached: list[Span] = []
-    for span in spans:
-        if attached and not _has_words(span.text) and "\n" not in text[attached[-1].end - offset : span.start - offset]:
-            previous = attached[-1]
-            span = Span(text[previous.start - offset : span.end - offset], previous.start, span.end)
-            attached[-1] = span
-        else:
-            attached.append(span)
-    return attached
-
-
-def _rejoin_initialisms(spans: list[Span], text: str, offset: int) -> list[Span]:
-    """Initialisms the list does not know ("R.N.", "A. D.") end no sentence when what follows
-    cannot start one (a lowercase word, a number, a bracket): Punkt, untrained, cuts after
-    any of them. Before a capital it stays cut, as the text gives no other sign."""
-    return _rejoin(spans, text, offset, ends=_INITIALISM_END, continues=_CONTINUES)
-
-
-def _rejoin_german_ordinals(spans: list[Span], text: str, offset: int) -> list[Span]:
-    """German "am 3. Oktober", "im 19. Jahrhundert", "der 2. größte": the ordinal's period ends no
-    sentence (see _GERMAN_AFTER_ORDINAL)."""
-    return _rejoin(spans, text, offset, ends=_GERMAN_ORDINAL, continues=_GERMAN_AFTER_ORDINAL)
-
-
-def _rejoin(spans: list[Span], text: str, offset: int, *, ends: re.Pattern, continues: re.Pattern) -> list[Span]:
-    """A span joined to the one before it when that one ends as `ends` finds and this one starts as
-    `continues` matches, on the same line."""
-    joined: list[Span] = []
-    for span in spans:
-        if (
-            joined
-            and ends.search(joined[-1].text)
-            and continues.match(span.text)
-            and "\n" not in text[joined[-1].end - offset : span.start - offset]
-        ):
-            previous = joined[-1]
-            span = Span(text[previous.start - offset : span.end - offset], previous.start, span.end)
-            joined[-1] = span
-        else:
-            joined.append(span)
-    return joined
-
-
-def _move_glued_markers(spans: list[Span], text: str, offset: int) -> list[Span]:
-    """A list number at the end of a sentence, glued to it ("Apple Inc.2."), numbers the sentence
-    after it on the same line: it moves there ("2. Microsoft Corp."), as a marker split off on its
-    own does (_merge_list_markers)."""
-    moved: list[Span] = []
-    for span in spans:
-        if moved and "\n" not in text[moved[-1].end - offset : span.start - offset]:
-            marker = _GLUED_MARKER.search(moved[-1].text)
-            if marker:
-                previous = moved[-1]
-                cut = previous.start + marker.start(1)
-                before = text[previous.start - offset : cut - offset].rstrip()
-                moved[-1] = Span(before, previous.start, previous.start + len(before))
-                span = Span(text[cut - offset : span.end - offset], cut, span.end)
-        moved.append(span)
-    return moved
-
-
-def _has_words(text: str) -> bool:
-    return any(ch.isalnum() for ch in text)
 
 
 def _chunks(spans: list[Span]) -> Iterator[list[Span]]:
