@@ -49,7 +49,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from verification.clients import embeddings  # noqa: E402
+from verification.clients import embeddings, embeddings_languages  # noqa: E402
 from verification.pipeline import passages  # noqa: E402
 from verification.pipeline.segment import segment, split_sentences  # noqa: E402
 
@@ -151,10 +151,22 @@ def answers_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def multilingual_embedder(name: str):
+    """The multilingual model, loaded now (the bench waits for it, where a run ranks by BM25 while it
+    loads: clients/embeddings_languages.py); None when none is named or it cannot be loaded."""
+    if not name:
+        return None
+    try:
+        return embeddings.shared_embedder(name)
+    except Exception as error:  # no internet to fetch it, a wrong name: BM25 rows only
+        print(f"the multilingual model {name} could not be loaded ({error}): BM25 only", file=sys.stderr)
+        return None
+
+
 def measure(args: argparse.Namespace) -> dict:
     languages = [code.strip() for code in args.languages.split(",") if code.strip()]
     cases = build_cases(Path(args.data), languages, args.claims, args.distractors)
-    embedder = embeddings.optional_embedder(args.multilingual_model) if args.multilingual_model else None
+    embedder = multilingual_embedder(args.multilingual_model)
     rows = []
     for language in languages:
         row = {"language": language, "claims": len(cases[language]), **tokens_per_sentence(cases[language])}
@@ -242,7 +254,7 @@ def measure_xquad(args: argparse.Namespace) -> dict:
     if not languages:
         raise SystemExit(f"no xquad.<code>.json in {folder}")
     cases, split = xquad_cases(folder, languages, args.questions)
-    embedder = embeddings.optional_embedder(args.multilingual_model) if args.multilingual_model else None
+    embedder = multilingual_embedder(args.multilingual_model)
     rows = []
     for language in languages:
         row = {"language": language, "questions": len(cases[language]), **split[language]}
@@ -327,7 +339,7 @@ def main() -> None:
     parser.add_argument("--distractors", type=int, default=20, help="other claims' evidence on each claim's page")
     parser.add_argument(
         "--multilingual-model",
-        default=embeddings.multilingual_model_name(),
+        default=embeddings_languages.multilingual_model_name(),
         help="dense re-scorer for every language ('' for none; default: EMBEDDING_MODEL_MULTILINGUAL)",
     )
     parser.add_argument("--json", help="write the numbers here")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from verification.clients import embeddings
+from verification.clients import embeddings, embeddings_languages
 from verification.worker import cpu_work
 
 ENGLISH_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -33,11 +33,12 @@ def missing_model(tmp_path, monkeypatch):
 def test_the_default_multilingual_model_is_a_sentence_transformers_one(monkeypatch):
     monkeypatch.delenv("EMBEDDING_MODEL_MULTILINGUAL", raising=False)
 
-    assert embeddings.multilingual_model_name() == "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+    expected = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+    assert embeddings_languages.multilingual_model_name() == expected
 
 
 def test_a_model_that_cannot_be_loaded_leaves_bm25_in_the_pages_language_and_the_step_ends(missing_model, caplog):
-    caplog.set_level(logging.WARNING, logger=embeddings.logger.name)
+    caplog.set_level(logging.WARNING, logger=embeddings_languages.logger.name)
 
     def choose():
         return cpu_work.choose_excerpts([CLAIM], PAGE, top_k=1, context=0, embedding_model=ENGLISH_MODEL, language="de")
@@ -59,8 +60,8 @@ def test_the_multilingual_model_loads_in_the_background_and_ranks_once_loaded(mo
     monkeypatch.setenv("EMBEDDING_MODEL_MULTILINGUAL", ENGLISH_MODEL)
     monkeypatch.delitem(embeddings._loaded, ENGLISH_MODEL, raising=False)
 
-    assert embeddings.embedder_for("de", ENGLISH_MODEL) is None, "not loaded yet: BM25 meanwhile"
-    loaded = wait_until(lambda: embeddings.embedder_for("de", ENGLISH_MODEL))
+    assert embeddings_languages.embedder_for("de", ENGLISH_MODEL) is None, "not loaded yet: BM25 meanwhile"
+    loaded = wait_until(lambda: embeddings_languages.embedder_for("de", ENGLISH_MODEL))
 
     assert loaded is embeddings.shared_embedder(ENGLISH_MODEL)
     chosen = cpu_work.choose_excerpts([CLAIM], PAGE, top_k=1, context=0, embedding_model=ENGLISH_MODEL, language="de")
@@ -76,18 +77,18 @@ def wait_until(condition, timeout=120.0):
 
 
 def test_a_claim_in_another_language_than_its_page_asks_for_the_multilingual_model(missing_model):
-    assert embeddings.embedder_for("en", ENGLISH_MODEL, claim_language="es") is None  # it cannot load here
-    assert embeddings.embedder_for("de", None) is None  # sparse mode: no model at all
+    assert embeddings_languages.embedder_for("en", ENGLISH_MODEL, claim_language="es") is None  # it cannot load here
+    assert embeddings_languages.embedder_for("de", None) is None  # sparse mode: no model at all
 
 
 def test_no_multilingual_model_set_means_bm25_for_other_languages_without_trying_one(monkeypatch):
     monkeypatch.setenv("EMBEDDING_MODEL_MULTILINGUAL", "")
 
-    assert embeddings.embedder_for("zh", ENGLISH_MODEL) is None
+    assert embeddings_languages.embedder_for("zh", ENGLISH_MODEL) is None
 
 
 def test_english_pages_keep_the_english_model():
-    english = embeddings.embedder_for("en", ENGLISH_MODEL)
+    english = embeddings_languages.embedder_for("en", ENGLISH_MODEL)
 
     assert english is embeddings.shared_embedder(ENGLISH_MODEL)
-    assert embeddings.embedder_for(None, ENGLISH_MODEL) is english
+    assert embeddings_languages.embedder_for(None, ENGLISH_MODEL) is english

@@ -71,10 +71,10 @@ def choose_excerpts(
     claims waiting for a page in one call, so the page is tokenised once. `language` is the
     page's (the claims' is `claim_language`, the same when not given): another than English is
     tokenised in it and re-scored by the multilingual model, or ranked by BM25 alone when that
-    model cannot be loaded (clients/embeddings.embedder_for)."""
+    model cannot be loaded (clients/embeddings_languages.embedder_for)."""
     passages = lazy.load("verification.pipeline.passages")
-    embeddings = lazy.load("verification.clients.embeddings")
-    embedder = embeddings.embedder_for(language, embedding_model, claim_language)
+    multilingual = lazy.load("verification.clients.embeddings_languages")
+    embedder = multilingual.embedder_for(language, embedding_model, claim_language)
     corpus = passages.Corpus(sentences, language)
     return [
         passages.page_excerpt(passages.select_passages(claim, corpus, top_k=top_k, context=context, embedder=embedder))
